@@ -1,0 +1,90 @@
+#include "cli/check_options.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace headroom::cli {
+
+namespace {
+
+Result<std::uint64_t> count(std::int64_t value, std::string_view flag) {
+  if (value < 0) return fail(Error::invalid(fmt::format("{} must not be negative, got {}", flag, value)));
+  return static_cast<std::uint64_t>(value);
+}
+
+Result<std::optional<std::uint64_t>> optional_size(const std::string& text, std::string_view flag) {
+  if (text.empty()) return std::optional<std::uint64_t>{};
+  auto size = parse_size(text);
+  if (!size) return fail(Error::invalid(fmt::format("{}: {}", flag, size.error().message)));
+  return std::optional<std::uint64_t>{*size};
+}
+
+}  // namespace
+
+void add_check_flags(CLI::App& app, CheckFlags& flags) {
+  app.add_option("--dir", flags.dirs,
+                 "directory the job writes to (checkpoints, logs); repeatable; default: cwd");
+  app.add_option("--ckpt-size", flags.checkpoint_size, "size of one checkpoint, e.g. 12GiB");
+  app.add_option("--keep", flags.keep, "checkpoints kept at once (default 1)");
+  app.add_option("--workers", flags.workers, "DataLoader num_workers per rank");
+  app.add_option("--prefetch", flags.prefetch, "DataLoader prefetch_factor (default 2)");
+  app.add_option("--batch-bytes", flags.batch_bytes, "bytes of one batch, e.g. 32MiB");
+  app.add_option("--ranks", flags.ranks, "training processes per host (default 1)");
+  app.add_option("--gpus", flags.gpus, "GPUs per host, for NCCL's shared-memory transport");
+  app.add_option("--worker-rss", flags.worker_rss, "resident memory of one process, e.g. 3GiB");
+  app.add_option("--warn-percent", flags.warn_percent, "use% that warns (default 85)");
+  app.add_option("--critical-percent", flags.critical_percent, "use% that is critical (default 95)");
+  app.add_option("--only", flags.only, "run only these checks (id or prefix, e.g. shm); repeatable");
+}
+
+Result<CheckOptions> to_check_options(const CheckFlags& flags,
+                                      const std::filesystem::path& working_directory) {
+  CheckOptions options;
+  for (const std::string& dir : flags.dirs) {
+    std::filesystem::path path = dir;
+    if (path.is_relative()) path = working_directory / path;
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) {
+      return fail(Error::invalid(fmt::format("--dir {}: {}", dir, std::strerror(errno))));
+    }
+    if (!S_ISDIR(info.st_mode)) {
+      return fail(Error::invalid(fmt::format("--dir {}: not a directory", dir)));
+    }
+    options.dirs.push_back(path.lexically_normal());
+  }
+  if (options.dirs.empty()) options.dirs.push_back(working_directory);
+
+  auto checkpoint = optional_size(flags.checkpoint_size, "--ckpt-size");
+  if (!checkpoint) return fail(checkpoint.error());
+  options.checkpoint_bytes = *checkpoint;
+  auto batch = optional_size(flags.batch_bytes, "--batch-bytes");
+  if (!batch) return fail(batch.error());
+  options.batch_bytes = *batch;
+  auto rss = optional_size(flags.worker_rss, "--worker-rss");
+  if (!rss) return fail(rss.error());
+  options.worker_rss = *rss;
+
+  const std::pair<std::int64_t, std::uint64_t*> counts[] = {
+      {flags.keep, &options.keep},       {flags.workers, &options.workers},
+      {flags.prefetch, &options.prefetch}, {flags.ranks, &options.ranks},
+      {flags.gpus, &options.gpus}};
+  const std::string_view names[] = {"--keep", "--workers", "--prefetch", "--ranks", "--gpus"};
+  for (std::size_t i = 0; i < std::size(counts); ++i) {
+    auto value = count(counts[i].first, names[i]);
+    if (!value) return fail(value.error());
+    *counts[i].second = *value;
+  }
+  options.warn_percent = flags.warn_percent;
+  options.critical_percent = flags.critical_percent;
+  options.only = flags.only;
+  if (auto valid = validate(options); !valid) return fail(valid.error());
+  return options;
+}
+
+}  // namespace headroom::cli

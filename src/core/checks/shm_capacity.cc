@@ -1,0 +1,189 @@
+// shm.capacity: is /dev/shm there, a writable tmpfs, and big enough for the
+// DataLoader and NCCL? PyTorch's DataLoader keeps up to
+// num_workers x prefetch_factor batches in flight, each in its own shared
+// memory segment (torch/utils/data/dataloader.py, _MultiProcessingDataLoaderIter);
+// NCCL's shm transport maps one buffer per connection (src/transport/shm.cc).
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/checks/check.h"
+#include "core/checks/remedy.h"
+#include "core/probes/mountinfo.h"
+#include "core/units.h"
+
+namespace headroom {
+
+namespace {
+
+constexpr std::string_view kId = "shm.capacity";
+constexpr std::string_view kWhy =
+    "DataLoader workers hand every batch to the main process through /dev/shm; when it "
+    "fills, a worker dies of SIGBUS (\"DataLoader worker ... killed by signal: Bus error\"), "
+    "and NCCL fails with \"Error while creating shared memory segment\".";
+
+// Docker's default --shm-size; containerd and CRI-O use the same.
+constexpr std::uint64_t kDockerDefault = 64 * kMiB;
+
+// Whether a file can be created in `dir`: the effective answer, ACLs and
+// read-only mounts included, which access(2) does not always give.
+Result<void> try_create(const std::filesystem::path& dir) {
+  const std::filesystem::path probe = dir / fmt::format(".headroom-probe-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return fail(Error::from_errno(errno, dir.string()));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
+}
+
+}  // namespace
+
+/// Peak shared memory of the DataLoaders of all ranks: R x W x P x B.
+std::uint64_t dataloader_shm_need(const CheckOptions& options) {
+  if (options.workers == 0 || !options.batch_bytes) return 0;
+  return options.ranks * options.workers * options.prefetch * *options.batch_bytes;
+}
+
+/// NCCL's shm transport: each connection maps one segment of 9,637,888 bytes
+/// (SIMPLE 4 MiB + LL128 4,915,200 + LL 524,288 buffers + a 4 KiB header, at
+/// NCCL's default NCCL_BUFFSIZE); each of G ranks receives on 2 channels for
+/// the ring and 2 for the tree.
+std::uint64_t nccl_shm_need(const CheckOptions& options) {
+  constexpr std::uint64_t kConnectionBytes = 9'637'888;
+  constexpr std::uint64_t kConnectionsPerRank = 4;
+  if (options.gpus < 2) return 0;
+  return options.gpus * kConnectionsPerRank * kConnectionBytes;
+}
+
+std::vector<Finding> check_shm_capacity(const CheckInput& input) {
+  const Context& context = input.context;
+  const CheckOptions& options = input.options;
+  const std::filesystem::path shm = context.root.dev("shm");
+
+  Finding finding;
+  finding.id = std::string(kId);
+  finding.subject = "/dev/shm";
+  finding.why = std::string(kWhy);
+
+  struct stat info {};
+  if (::stat(shm.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    finding.severity = Severity::kCritical;
+    finding.summary = "/dev/shm does not exist: DataLoader workers and torch.multiprocessing "
+                      "cannot create semaphores or shared tensors";
+    finding.add("shm_present", false);
+    finding.remedy = shm_resize_remedies(input.runtime, 1 * kGiB);
+    return {finding};
+  }
+  finding.add("shm_present", true);
+
+  auto stats = context.syscalls->statvfs(shm);
+  if (!stats) return {unknown_finding(finding.id, finding.subject, stats.error().message)};
+
+  std::string fstype = "unknown";
+  if (auto mounts = read_mountinfo(context)) {
+    if (const MountEntry* mount = find_mount(*mounts, "/dev/shm")) fstype = mount->fstype;
+  }
+  finding.add("fstype", fstype);
+  finding.add("size_bytes", stats->total_bytes, "bytes");
+  finding.add("avail_bytes", stats->avail_bytes, "bytes");
+  finding.add("used_percent", stats->used_percent(), "percent");
+
+  const std::uint64_t loader_need = dataloader_shm_need(options);
+  const std::uint64_t nccl_need = nccl_shm_need(options);
+  const std::uint64_t need = loader_need + nccl_need;
+  if (loader_need > 0) finding.add("dataloader_need_bytes", loader_need, "bytes");
+  if (nccl_need > 0) finding.add("nccl_need_bytes", nccl_need, "bytes");
+  // 10% margin for semaphores, pinned-memory staging and allocator rounding.
+  const auto with_margin = static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 1.1));
+  if (need > 0) finding.add("need_with_margin_bytes", with_margin, "bytes");
+
+  const auto recommend = std::max(with_margin, stats->used_bytes() + with_margin);
+
+  if (stats->read_only) {
+    finding.severity = Severity::kCritical;
+    finding.summary = "/dev/shm is mounted read-only: creating the DataLoader fails with "
+                      "\"OSError: [Errno 30] Read-only file system\"";
+    finding.remedy = shm_resize_remedies(input.runtime, std::max<std::uint64_t>(recommend, kGiB));
+    return {finding};
+  }
+  if (auto writable = try_create(shm); !writable) {
+    finding.severity = Severity::kCritical;
+    finding.summary = fmt::format("/dev/shm is not writable for uid {}: {}",
+                                  context.syscalls->effective_uid(), writable.error().message);
+    finding.remedy.emplace_back("sudo chmod 1777 /dev/shm");
+    return {finding};
+  }
+
+  const bool tmpfs = fstype == "tmpfs" || fstype == "unknown";
+  if (need > 0 && need > stats->avail_bytes) {
+    finding.severity = Severity::kCritical;
+    finding.summary = fmt::format(
+        "/dev/shm has {} free of {} but the job needs {} ({}): workers will die of SIGBUS",
+        format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes), format_bytes(need),
+        loader_need > 0 ? fmt::format("{} ranks x {} workers x prefetch {} x {} batches",
+                                      options.ranks, options.workers, options.prefetch,
+                                      format_bytes(options.batch_bytes.value_or(0)))
+                        : "NCCL shm transport");
+  } else if (need > 0 && with_margin > stats->avail_bytes) {
+    finding.severity = Severity::kWarn;
+    finding.summary = fmt::format("/dev/shm has {} free; the job needs {} (+10% margin {}): too tight",
+                                  format_bytes(stats->avail_bytes), format_bytes(need),
+                                  format_bytes(with_margin));
+  } else if (stats->used_percent() >= options.critical_percent) {
+    finding.severity = Severity::kCritical;
+    finding.summary = fmt::format("/dev/shm is {} full ({} free of {})",
+                                  format_percent(stats->used_percent()),
+                                  format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes));
+  } else if (stats->used_percent() >= options.warn_percent) {
+    finding.severity = Severity::kWarn;
+    finding.summary = fmt::format("/dev/shm is {} full ({} free of {})",
+                                  format_percent(stats->used_percent()),
+                                  format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes));
+  } else if (need == 0 && stats->total_bytes <= kDockerDefault) {
+    finding.severity = Severity::kWarn;
+    finding.summary = fmt::format(
+        "/dev/shm is only {} (Docker's default): a DataLoader with workers usually needs more; "
+        "pass --workers and --batch-bytes for a verdict",
+        format_bytes(stats->total_bytes));
+  } else if (!tmpfs) {
+    finding.severity = Severity::kWarn;
+    finding.summary = fmt::format("/dev/shm is on {}, not tmpfs: shared tensors go through disk",
+                                  fstype);
+  } else {
+    finding.severity = Severity::kOk;
+    finding.summary =
+        need > 0 ? fmt::format("/dev/shm has {} free of {}; the job needs {}",
+                               format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes),
+                               format_bytes(need))
+                 : fmt::format("/dev/shm has {} free of {}", format_bytes(stats->avail_bytes),
+                               format_bytes(stats->total_bytes));
+    return {finding};
+  }
+
+  const std::uint64_t target = need > 0 ? recommend : std::max<std::uint64_t>(recommend, kGiB);
+  finding.remedy = shm_resize_remedies(input.runtime, target);
+  if (loader_need > 0) {
+    finding.remedy.push_back(fmt::format(
+        "or lower the need: fewer DataLoader workers (num_workers) or prefetch_factor=1 "
+        "(each worker keeps prefetch_factor batches of {} in /dev/shm)",
+        format_bytes(options.batch_bytes.value_or(0))));
+  }
+  if (nccl_need > 0) {
+    finding.remedy.emplace_back(
+        "last resort for NCCL: export NCCL_SHM_DISABLE=1 (falls back to slower sockets/P2P)");
+  }
+  if (stats->used_bytes() > stats->total_bytes / 4) {
+    finding.remedy.emplace_back(
+        "see what holds the space: headroom check --only shm.stale; reclaim: headroom clean --shm");
+  }
+  return {finding};
+}
+
+}  // namespace headroom

@@ -1,0 +1,44 @@
+#pragma once
+// /proc/<pid>/mountinfo: the mounts the examined process sees.
+// Format: Documentation/filesystems/proc.rst, "3.5 /proc/<pid>/mountinfo".
+// Quirks: fields 7.. are optional tags ended by "-"; spaces, tabs, newlines and
+// backslashes in paths are escaped as \040, \011, \012, \134.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+
+namespace headroom {
+
+/// One line of mountinfo.
+struct MountEntry {
+  int mount_id = 0;
+  int parent_id = 0;
+  std::string device;       ///< "major:minor"
+  std::string root;         ///< root of the mount within its filesystem
+  std::string mount_point;  ///< as the process sees it, unescaped
+  std::string mount_options;
+  std::string fstype;
+  std::string source;
+  std::string super_options;
+
+  [[nodiscard]] bool read_only() const;
+  /// Value of a "key=value" super option, e.g. option("size") -> "65536k".
+  [[nodiscard]] std::optional<std::string> option(std::string_view key) const;
+};
+
+/// Parses mountinfo text; lines that do not parse are an Error naming the line.
+[[nodiscard]] Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text);
+/// Reads /proc/<pid>/mountinfo of the context's process.
+[[nodiscard]] Result<std::vector<MountEntry>> read_mountinfo(const Context& context);
+/// The mount that holds `host_path` (the last mounted on the longest matching prefix).
+[[nodiscard]] const MountEntry* find_mount(const std::vector<MountEntry>& mounts,
+                                           const std::filesystem::path& host_path);
+
+}  // namespace headroom

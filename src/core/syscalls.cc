@@ -1,0 +1,57 @@
+#include "core/syscalls.h"
+
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace headroom {
+
+double FsStats::used_percent() const {
+  const std::uint64_t used = used_bytes();
+  const std::uint64_t reachable = used + avail_bytes;
+  if (reachable == 0) return 0.0;
+  return 100.0 * static_cast<double>(used) / static_cast<double>(reachable);
+}
+
+double FsStats::inodes_used_percent() const {
+  if (total_inodes == 0) return 0.0;  // e.g. btrfs reports no inode limit
+  const std::uint64_t used = total_inodes > free_inodes ? total_inodes - free_inodes : 0;
+  return 100.0 * static_cast<double>(used) / static_cast<double>(total_inodes);
+}
+
+Result<FsStats> RealSyscalls::statvfs(const std::filesystem::path& path) const {
+  struct statvfs raw {};
+  if (::statvfs(path.c_str(), &raw) != 0) return fail(Error::from_errno(errno, path.string()));
+  const std::uint64_t fragment = raw.f_frsize != 0 ? raw.f_frsize : raw.f_bsize;
+  FsStats stats;
+  stats.total_bytes = static_cast<std::uint64_t>(raw.f_blocks) * fragment;
+  stats.free_bytes = static_cast<std::uint64_t>(raw.f_bfree) * fragment;
+  stats.avail_bytes = static_cast<std::uint64_t>(raw.f_bavail) * fragment;
+  stats.total_inodes = raw.f_files;
+  stats.free_inodes = raw.f_favail;
+  stats.read_only = (raw.f_flag & ST_RDONLY) != 0;
+  return stats;
+}
+
+std::chrono::system_clock::time_point RealSyscalls::now() const {
+  return std::chrono::system_clock::now();
+}
+
+std::chrono::steady_clock::time_point RealSyscalls::monotonic() const {
+  return std::chrono::steady_clock::now();
+}
+
+Result<Limit> RealSyscalls::open_files_limit() const {
+  struct rlimit raw {};
+  if (::getrlimit(RLIMIT_NOFILE, &raw) != 0) return fail(Error::from_errno(errno, "getrlimit"));
+  const auto convert = [](rlim_t value) {
+    return value == RLIM_INFINITY ? Limit::kUnlimited : static_cast<std::uint64_t>(value);
+  };
+  return Limit{convert(raw.rlim_cur), convert(raw.rlim_max)};
+}
+
+uid_t RealSyscalls::effective_uid() const { return ::geteuid(); }
+
+}  // namespace headroom

@@ -1,0 +1,65 @@
+#pragma once
+// The few calls a root prefix cannot redirect: statvfs of a mount, the clocks,
+// resource limits, and the identity of the caller. Tests inject a fake.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace headroom {
+
+/// Capacity of one filesystem, as statvfs(3) reports it, in bytes and inodes.
+struct FsStats {
+  std::uint64_t total_bytes = 0;
+  std::uint64_t free_bytes = 0;   ///< f_bfree: includes the root-reserved blocks
+  std::uint64_t avail_bytes = 0;  ///< f_bavail: what an unprivileged writer gets
+  std::uint64_t total_inodes = 0;
+  std::uint64_t free_inodes = 0;  ///< f_favail
+  bool read_only = false;
+
+  [[nodiscard]] std::uint64_t used_bytes() const {
+    return total_bytes > free_bytes ? total_bytes - free_bytes : 0;
+  }
+  /// Used share of the space a writer can reach, as df computes Use%: used / (used + avail).
+  [[nodiscard]] double used_percent() const;
+  [[nodiscard]] double inodes_used_percent() const;
+};
+
+/// A soft/hard resource limit pair; kUnlimited marks RLIM_INFINITY.
+struct Limit {
+  static constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
+  std::uint64_t soft = 0;
+  std::uint64_t hard = 0;
+};
+
+/// System calls whose target is not a path under SysRoot.
+class Syscalls {
+ public:
+  virtual ~Syscalls() = default;
+  /// statvfs(2) of the filesystem holding `path`.
+  [[nodiscard]] virtual Result<FsStats> statvfs(const std::filesystem::path& path) const = 0;
+  /// Wall-clock time.
+  [[nodiscard]] virtual std::chrono::system_clock::time_point now() const = 0;
+  /// Monotonic time, for rates.
+  [[nodiscard]] virtual std::chrono::steady_clock::time_point monotonic() const = 0;
+  /// RLIMIT_NOFILE of the calling process.
+  [[nodiscard]] virtual Result<Limit> open_files_limit() const = 0;
+  /// Effective uid of the caller.
+  [[nodiscard]] virtual uid_t effective_uid() const = 0;
+};
+
+/// The real calls.
+class RealSyscalls final : public Syscalls {
+ public:
+  [[nodiscard]] Result<FsStats> statvfs(const std::filesystem::path& path) const override;
+  [[nodiscard]] std::chrono::system_clock::time_point now() const override;
+  [[nodiscard]] std::chrono::steady_clock::time_point monotonic() const override;
+  [[nodiscard]] Result<Limit> open_files_limit() const override;
+  [[nodiscard]] uid_t effective_uid() const override;
+};
+
+}  // namespace headroom
