@@ -1,0 +1,97 @@
+"""shm.capacity against a real tmpfs /dev/shm, and a real PyTorch DataLoader of
+the same shape in the same namespace: the job fails where check says critical
+and succeeds where it says ok."""
+import pytest
+
+from conftest import check_json, evidence, finding, have_torch, in_namespace
+
+MiB = 1024 * 1024
+SHAPE = "--workers 8 --batch-bytes 32MiB"
+
+
+def check_in_shm(size: str, extra: str = "") -> tuple[int, dict]:
+    result = in_namespace(f"""
+        mount -t tmpfs -o size={size} tmpfs /dev/shm
+        rc=0; "$HEADROOM" check {SHAPE} {extra} --json || rc=$?
+        echo "rc=$rc" >&2
+    """)
+    assert result.returncode == 0, result.stderr
+    rc = int(result.stderr.strip().rsplit("rc=", 1)[1])
+    return rc, check_json(result)
+
+
+def test_docker_default_64m_is_critical_with_need_and_fix():
+    rc, report = check_in_shm("64m")
+    shm = finding(report, "shm.capacity")
+    assert shm["severity"] == "critical"
+    assert report["verdict"] == "critical"
+    assert rc == 1
+    assert evidence(shm, "size_bytes") == 64 * MiB
+    assert evidence(shm, "dataloader_need_bytes") == 8 * 2 * 32 * MiB
+    assert any("size=" in line or "--shm-size=" in line for line in shm["remedy"])
+    assert "512.0 MiB" in shm["summary"]
+
+
+def test_4g_shm_is_ok():
+    rc, report = check_in_shm("4g")
+    shm = finding(report, "shm.capacity")
+    assert shm["severity"] == "ok", shm
+    assert evidence(shm, "size_bytes") == 4096 * MiB
+
+
+def test_prefetch_and_ranks_scale_the_need():
+    _, report = check_in_shm("4g", "--prefetch 4 --ranks 2")
+    shm = finding(report, "shm.capacity")
+    assert evidence(shm, "dataloader_need_bytes") == 2 * 8 * 4 * 32 * MiB
+    assert shm["severity"] == "ok"  # 2 GiB of 4 GiB
+    _, report = check_in_shm("4g", "--prefetch 4 --ranks 8")
+    shm = finding(report, "shm.capacity")
+    assert evidence(shm, "dataloader_need_bytes") == 8 * 8 * 4 * 32 * MiB
+    assert shm["severity"] == "critical"  # 8 GiB of 4 GiB
+
+
+def test_readonly_and_missing_shm_are_critical():
+    result = in_namespace("""
+        mount -t tmpfs -o size=1g,ro tmpfs /dev/shm
+        "$HEADROOM" check --only shm.capacity --json || true
+    """)
+    assert finding(check_json(result), "shm.capacity")["severity"] == "critical"
+    assert "read-only" in finding(check_json(result), "shm.capacity")["summary"]
+    result = in_namespace("""
+        mount -t tmpfs -o size=1m tmpfs /dev   # a private /dev without shm, as in some pods
+        "$HEADROOM" check --only shm.capacity --json || true
+    """)
+    item = finding(check_json(result), "shm.capacity")
+    assert item["severity"] == "critical" and "does not exist" in item["summary"]
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs Debian's python3-torch")
+@pytest.mark.parametrize("size, verdict", [("64m", "critical"), ("4g", "ok")])
+def test_real_dataloader_fails_exactly_where_check_says_critical(size, verdict):
+    job = "tests/integration/jobs/dataloader_job.py"
+    result = in_namespace(f"""
+        mount -t tmpfs -o size={size} tmpfs /dev/shm
+        "$HEADROOM" check {SHAPE} --only shm.capacity --json > "$OUT/check.json" || true
+        rc=0; timeout 120 "$PY" {job} 8 32 24 > "$OUT/job.log" 2>&1 || rc=$?
+        echo "job_rc=$rc"
+    """, env={"OUT": str(_out_dir(size))}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    out = _out_dir(size)
+    report = (out / "check.json").read_text()
+    job_log = (out / "job.log").read_text(errors="replace")
+    job_rc = int(result.stdout.strip().rsplit("job_rc=", 1)[1])
+    import json
+    assert finding(json.loads(report), "shm.capacity")["severity"] == verdict
+    if verdict == "critical":
+        assert job_rc != 0, job_log
+        assert "Bus error" in job_log or "shared memory" in job_log, job_log
+    else:
+        assert job_rc == 0, job_log
+        assert "done" in job_log
+
+
+def _out_dir(name: str):
+    from conftest import REPO
+    path = REPO / "build" / "scratch" / f"shm-job-{name}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
