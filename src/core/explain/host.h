@@ -1,0 +1,51 @@
+#pragma once
+// Confirming a diagnosis on the live host: the kernel log for the pids the log
+// names, /dev/shm size and stale bytes, the cgroup's OOM counter, the free
+// space and inodes of the paths the log names, the open-files limit.
+
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/finding.h"
+#include "core/probes/runtime.h"
+#include "core/signatures/diagnosis.h"
+
+namespace headroom {
+
+/// What one host check said about a candidate cause.
+enum class HostVerdict { kConfirms, kContradicts, kNeutral, kUnknown };
+
+/// "confirms", "contradicts", "neutral", "unknown".
+[[nodiscard]] std::string_view to_string(HostVerdict verdict);
+
+/// One fact measured on this host, and which cause it bears on.
+struct HostFact {
+  std::string check;    ///< "kmsg", "shm.capacity", "shm.stale", "memory.oom_kill", "path.space", ...
+  std::string cause;    ///< the cause it bears on
+  HostVerdict verdict = HostVerdict::kNeutral;
+  std::string summary;  ///< one sentence for people, e.g. "dmesg: Killed process 29403 (python3)"
+  std::vector<Evidence> evidence;
+};
+
+/// Everything confirm_on_host measured, plus the runtime used for remedies.
+struct HostConfirmation {
+  bool performed = false;  ///< false with --no-host
+  Runtime runtime;
+  std::vector<HostFact> facts;
+};
+
+/// Runs the host checks relevant to the diagnosis' candidates. Never fails:
+/// what cannot be read becomes a fact with HostVerdict::kUnknown and the reason.
+[[nodiscard]] HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagnosis);
+
+/// Re-ranks candidates with the host facts: confirmation raises confidence,
+/// contradiction lowers it, stale bytes turn shm_too_small into shm_stale. Adds reasoning.
+void apply_host(Diagnosis& diagnosis, const HostConfirmation& host);
+
+/// Remedies for the verdict in the dialect of the runtime (docker --shm-size,
+/// a Kubernetes emptyDir, ...), then the catalog's own remedies.
+[[nodiscard]] std::vector<std::string> remedies_for(const Diagnosis& diagnosis,
+                                                    const Runtime& runtime);
+
+}  // namespace headroom

@@ -1,0 +1,74 @@
+#pragma once
+// The signature catalog: what a log line means. Signatures are data (TOML files
+// under catalog/, embedded into the binary at build time, plus the user's
+// --catalog directories); the schema is documented in docs/catalog.md.
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace headroom {
+
+/// The causes explain reports. Host causes first; the rest are not the host's fault.
+inline constexpr std::string_view kHostCauses[] = {"shm_too_small", "shm_stale", "disk_full",
+                                                   "tmp_full",      "host_oom",  "fd_limit"};
+/// True for the six causes that a host resource explains.
+[[nodiscard]] bool is_host_cause(std::string_view cause);
+
+/// How much one matching line says about its cause.
+enum class Strength {
+  kDecisive,    ///< names the cause by itself ("Bus error ... out of shared memory")
+  kStrong,      ///< usually the cause ("killed by signal: Killed")
+  kSuggestive,  ///< a consequence that several causes share ("exited unexpectedly")
+};
+
+/// "decisive", "strong", "suggestive".
+[[nodiscard]] std::string_view to_string(Strength strength);
+
+/// One known message: patterns that recognise it and what it means.
+struct Signature {
+  std::string id;     ///< unique, e.g. "torch.dataloader.bus_error"
+  std::string cause;  ///< e.g. "shm_too_small"
+  Strength strength = Strength::kStrong;
+  /// RE2 patterns; any one matching a line is a match. Named groups extract
+  /// fields: pid, pids, path, size, signal, errno, errno_name, exit_code.
+  std::vector<std::string> patterns;
+  /// A literal every pattern's match contains, for the prefilter; derived from
+  /// the patterns when the TOML gives none. Empty: the patterns run on every line.
+  std::vector<std::string> literals;
+  /// When set, the match counts only if one of the previous `context_lines`
+  /// lines (or the line itself) matches this RE2 pattern.
+  std::string requires_context;
+  /// When set, the match does not count if a previous line matches this.
+  std::string excludes_context;
+  std::size_t context_lines = 12;
+  /// When a path is extracted, classify the cause by it: /dev/shm -> shm_too_small,
+  /// temp dirs -> tmp_full, anything else -> this signature's cause.
+  bool cause_by_path = false;
+  std::string explanation;          ///< why this line means that cause, for people
+  std::vector<std::string> confirm;  ///< host checks that confirm it: "shm", "kmsg", "memory", ...
+  std::vector<std::string> remedies;
+  std::string origin;  ///< "builtin:<file>.toml" or the user's file path
+};
+
+/// Every signature, in load order (built-in first).
+struct Catalog {
+  std::vector<Signature> signatures;
+};
+
+/// Parses one catalog file's TOML text; `origin` names it in errors and in Signature::origin.
+[[nodiscard]] Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origin);
+
+/// The built-in catalog (embedded at build time) plus every *.toml in `extra_dirs`.
+/// A user signature with the id of a built-in one replaces it. Errors name the file and key.
+[[nodiscard]] Result<Catalog> load_catalog(std::span<const std::filesystem::path> extra_dirs);
+
+/// The embedded catalog files: (file name, TOML text), generated from catalog/*.toml.
+[[nodiscard]] std::span<const std::pair<std::string_view, std::string_view>> builtin_catalog_files();
+
+}  // namespace headroom
