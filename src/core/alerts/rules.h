@@ -1,0 +1,131 @@
+#pragma once
+// The alert rules of `watch` and the engine that turns a stream of samples and
+// predictions into firing / repeat / resolved events.
+//
+// Hysteresis, so alerts do not flap on bursty writes: a rule fires when its
+// condition holds, and resolves only after the condition has been clear, with
+// a margin (usage below threshold - margin, ETA above horizon x factor), for
+// `clear_samples` consecutive samples. A firing alert repeats every
+// `repeat_interval` while it holds.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/finding.h"
+#include "core/predict/history.h"
+#include "core/sample/sample.h"
+
+namespace headroom {
+
+/// Thresholds and timing of every rule; defaults as documented in docs/watch.md.
+struct AlertConfig {
+  double warn_percent = 85.0;
+  double critical_percent = 95.0;
+  /// Percentage points below a threshold before a usage alert resolves.
+  double usage_clear_margin = 2.0;
+  /// Time-to-full below this fires (filesystems and memory).
+  std::chrono::seconds eta_horizon{3600};
+  /// An ETA alert resolves once the ETA is above horizon x this (or no longer filling).
+  double eta_clear_factor = 1.5;
+  /// PSI memory "full" avg10 (percent) above this ...
+  double psi_full_threshold = 10.0;
+  /// ... for at least this long fires.
+  std::chrono::seconds psi_for{30};
+  /// An OOM-kill alert resolves after this long without a new kill.
+  std::chrono::seconds oom_quiet{300};
+  /// Size of one checkpoint (--ckpt-size); enables the checkpoint rule.
+  std::optional<std::uint64_t> checkpoint_bytes;
+  /// Checkpoints kept (--keep): warn when fewer than this many more fit.
+  std::uint64_t keep = 1;
+  /// Consecutive clear samples before an alert resolves.
+  int clear_samples = 3;
+  /// A firing alert is sent again this often while it holds; 0: never.
+  std::chrono::seconds repeat_interval{3600};
+};
+
+/// Checks the config (thresholds ordered and in range, durations sensible); the Error names the key.
+[[nodiscard]] Result<void> validate(const AlertConfig& config);
+
+/// What happened to an alert at this sample.
+enum class AlertKind { kFiring, kRepeat, kResolved };
+/// "firing", "repeat", "resolved".
+[[nodiscard]] std::string_view to_string(AlertKind kind);
+
+/// One event sent to the sinks.
+struct AlertEvent {
+  AlertKind kind = AlertKind::kFiring;
+  /// Stable rule id: "filesystem_usage", "filesystem_fill_eta", "memory_fill_eta",
+  /// "memory_psi", "oom_kill", "checkpoint_space".
+  std::string rule;
+  std::string subject;  ///< watched path, mountpoint, "memory", or the cgroup
+  Severity severity = Severity::kWarn;
+  std::string summary;  ///< one line for people, e.g. "/ckpt full in 12m (91.0% used)"
+  double value = 0;      ///< the measured value that tripped (percent, seconds, count)
+  double threshold = 0;  ///< what it was compared to
+  std::chrono::system_clock::time_point time;     ///< of the sample that produced it
+  std::chrono::system_clock::time_point started;  ///< when the alert first fired
+  std::map<std::string, std::string> labels;      ///< mountpoint, fstype, role, ...
+
+  /// "rule/subject/severity": identifies the alert across events.
+  [[nodiscard]] std::string key() const;
+};
+
+/// One rule's verdict for one subject at one sample (before hysteresis).
+struct AlertCondition {
+  std::string rule;
+  std::string subject;
+  Severity severity = Severity::kWarn;
+  bool holds = false;     ///< the alert should be firing
+  bool clear = true;      ///< clear with margin: counts towards resolving
+  bool renotify = false;  ///< send a repeat now (e.g. another OOM kill) even before the interval
+  double value = 0;
+  double threshold = 0;
+  std::string summary;
+  std::map<std::string, std::string> labels;
+
+  [[nodiscard]] std::string key() const;
+};
+
+/// An alert that is currently firing.
+struct ActiveAlert {
+  AlertEvent last;  ///< the newest firing or repeat event
+  std::chrono::system_clock::time_point last_sent;
+  int clear_count = 0;  ///< consecutive samples with the condition clear
+};
+
+/// Feeds on samples and predictions; remembers which alerts fire. Not thread-safe.
+class AlertEngine {
+ public:
+  explicit AlertEngine(AlertConfig config = {});
+
+  /// Evaluates every rule against one sample and its predictions; returns the
+  /// events to send (new firing, repeats due, resolved), in a stable order.
+  [[nodiscard]] std::vector<AlertEvent> evaluate(const Sample& sample,
+                                                 const Predictions& predictions);
+  /// Alerts firing now, by key.
+  [[nodiscard]] const std::map<std::string, ActiveAlert>& active() const { return active_; }
+  [[nodiscard]] const AlertConfig& config() const { return config_; }
+  /// Swaps in a new config (SIGHUP reload); firing alerts are kept and re-judged
+  /// at the next sample.
+  void reconfigure(AlertConfig config) { config_ = std::move(config); }
+
+ private:
+  /// Every rule's verdicts for this sample; updates the PSI and OOM trackers.
+  std::vector<AlertCondition> conditions(const Sample& sample, const Predictions& predictions);
+  void judge(const AlertCondition& condition, const Sample& sample,
+             std::vector<AlertEvent>& events);
+
+  AlertConfig config_;
+  std::map<std::string, ActiveAlert> active_;
+  std::optional<std::uint64_t> last_cgroup_ooms_;
+  std::optional<std::uint64_t> last_system_ooms_;
+  std::optional<std::chrono::steady_clock::time_point> psi_above_since_;
+  std::optional<std::chrono::steady_clock::time_point> last_oom_seen_;
+};
+
+}  // namespace headroom

@@ -1,0 +1,61 @@
+#pragma once
+// Time-to-full as a pure function of a series of (time, remaining) points.
+//
+// Why Theil-Sen: the slope is the median of the slopes between every pair of
+// points, so a checkpoint burst, a log rotation or one noisy sample moves it
+// little (breakdown point ~29%), where a least-squares fit or the first/last
+// difference that node_exporter users feed to predict_linear() jumps. The
+// window is short (minutes, not the 1-6 h of server rules) so a training run's
+// growth is seen while there is still time to act.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace headroom {
+
+/// One observation: seconds on a monotonic clock, and what is left (bytes).
+struct SeriesPoint {
+  double seconds = 0;
+  double remaining = 0;
+};
+
+/// Tuning of the estimate; the defaults are what `watch` uses.
+struct FillOptions {
+  /// Points needed before any estimate is published ("a few samples show a trend").
+  std::size_t min_samples = 4;
+  /// At most this many points enter the O(n^2) pairwise median; longer series
+  /// are thinned evenly (keeping the newest point).
+  std::size_t max_points = 240;
+  /// Share of the pairwise slopes that must be negative (among non-zero ones):
+  /// below it the series is noise around a level, and no ETA is published.
+  double min_agreement = 0.6;
+};
+
+/// The estimate for one series.
+struct FillEstimate {
+  std::size_t samples = 0;     ///< points used
+  double span_seconds = 0;     ///< time covered by them
+  std::optional<double> rate;  ///< remaining per second (negative: filling); nullopt: too few points
+  /// Seconds until `remaining` reaches 0 at `rate`; nullopt when not filling
+  /// (rate >= 0), too few points or no agreement on the trend.
+  std::optional<double> eta_seconds;
+  double agreement = 0;  ///< share of non-zero pairwise slopes that are negative
+};
+
+/// The Theil-Sen slope (median of pairwise slopes) of `points`, which must be
+/// in time order; nullopt for fewer than 2 points or no time spread.
+[[nodiscard]] std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points);
+
+/// Time-to-empty of `remaining` (bytes of a filesystem, MemAvailable, ...)
+/// from the points in time order. The ETA counts from the newest point and
+/// uses its value (what is left now), not the fitted line's.
+[[nodiscard]] FillEstimate fill_eta(std::span<const SeriesPoint> points,
+                                    const FillOptions& options = {});
+
+/// Evenly thins `points` to at most `max_points`, always keeping the newest.
+[[nodiscard]] std::vector<SeriesPoint> thin(std::span<const SeriesPoint> points,
+                                            std::size_t max_points);
+
+}  // namespace headroom

@@ -1,0 +1,127 @@
+#pragma once
+// One sample of every resource `watch` follows: the filesystems of the watched
+// dirs, the temp dir and /dev/shm, memory and swap, memory PSI, the memory
+// cgroup with its OOM-kill counter, open fds against the limit and stale shm
+// bytes. Each probe is timed; a failing probe costs only its own fields (and
+// shows up in `probes`), never the sample, as node_exporter's collectors do.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+
+namespace headroom {
+
+/// Why a filesystem is watched. Prometheus users filter on `role` instead of
+/// mountpoint regexes, which usually drop /dev/shm and tmpfs.
+enum class FsRole { kDir, kTemp, kShm };
+/// "dir", "tmp", "shm".
+[[nodiscard]] std::string_view to_string(FsRole role);
+
+/// One watched path and the filesystem holding it.
+struct FilesystemSample {
+  std::string path;  ///< the watched path, as the user named it (host view)
+  FsRole role = FsRole::kDir;
+  std::string mountpoint;  ///< empty when the path could not be resolved
+  std::string fstype;
+  std::string device;  ///< "major:minor" of the mount, identifies the filesystem
+  bool ok = false;     ///< false: the path vanished or statvfs failed; see `error`
+  std::string error;
+  std::uint64_t total_bytes = 0;
+  std::uint64_t avail_bytes = 0;  ///< f_bavail: what a training job can still write
+  std::uint64_t total_inodes = 0;
+  std::uint64_t avail_inodes = 0;
+
+  [[nodiscard]] std::uint64_t used_bytes() const {
+    return total_bytes > avail_bytes ? total_bytes - avail_bytes : 0;
+  }
+  /// Used share of the space a writer can reach, 0..100 (0 for an empty fs).
+  [[nodiscard]] double used_percent() const;
+};
+
+/// /proc/meminfo: what the page allocator can still give without swapping.
+struct MemorySample {
+  std::uint64_t total_bytes = 0;
+  std::uint64_t available_bytes = 0;  ///< MemAvailable
+  std::uint64_t swap_total_bytes = 0;
+  std::uint64_t swap_free_bytes = 0;
+  [[nodiscard]] double used_percent() const;
+};
+
+/// /proc/pressure/memory (Linux 4.20+): share of time tasks stalled on memory.
+struct PressureSample {
+  double some_avg10 = 0;  ///< percent, 0..100
+  double full_avg10 = 0;  ///< percent: all non-idle tasks stalled at once
+  std::uint64_t full_total_us = 0;
+};
+
+/// The memory cgroup of the examined process (v1 or v2).
+struct CgroupSample {
+  std::string path;  ///< cgroup path, e.g. "/kubepods/burstable/pod.../..."
+  std::optional<std::uint64_t> limit_bytes;  ///< nullopt: no limit
+  std::uint64_t usage_bytes = 0;
+  std::uint64_t oom_kills = 0;  ///< memory.events oom_kill (v2) / memory.oom_control (v1)
+};
+
+/// Open file descriptors of the examined process against RLIMIT_NOFILE.
+struct FdSample {
+  std::uint64_t open = 0;
+  std::uint64_t limit = 0;  ///< soft limit; Limit::kUnlimited when unlimited
+};
+
+/// How one probe went in this sample: exported as headroom_probe_success and
+/// headroom_probe_duration_seconds.
+struct ProbeStatus {
+  std::string probe;  ///< "filesystem", "meminfo", "pressure", "cgroup", "fds", "shm_stale", "vmstat"
+  bool success = false;
+  double duration_seconds = 0;
+  std::string error;  ///< why it failed, empty on success
+};
+
+/// Everything measured at one instant. Optional fields are nullopt when their
+/// probe failed or the kernel does not have the source.
+struct Sample {
+  std::chrono::system_clock::time_point time;
+  std::chrono::steady_clock::time_point monotonic;  ///< for rates and prediction
+  std::vector<FilesystemSample> filesystems;
+  std::optional<MemorySample> memory;
+  std::optional<PressureSample> pressure;
+  std::optional<CgroupSample> cgroup;
+  std::optional<std::uint64_t> system_oom_kills;  ///< /proc/vmstat oom_kill (Linux 4.13+)
+  std::optional<FdSample> fds;
+  std::optional<std::uint64_t> shm_stale_bytes;  ///< /dev/shm files no process has open or mapped
+  std::vector<ProbeStatus> probes;
+
+  /// The probe status of `probe`, or nullptr when it did not run.
+  [[nodiscard]] const ProbeStatus* probe(std::string_view name) const;
+};
+
+/// What to sample.
+struct SampleOptions {
+  /// Watched dirs (checkpoints, logs, caches), host paths. Missing dirs are
+  /// reported in their FilesystemSample, not an error.
+  std::vector<std::filesystem::path> dirs;
+  bool temp_dir = true;  ///< $TMPDIR, else /tmp
+  bool shm = true;       ///< /dev/shm
+  /// Scanning /proc/*/fd and maps for stale shm costs the most; off by default
+  /// in tight loops. A file counts as stale only when older than this.
+  bool shm_stale = true;
+  std::chrono::seconds shm_stale_min_age{60};
+};
+
+/// Takes one sample. Fails only for invalid options; every probe failure is
+/// recorded in Sample::probes and leaves its fields empty.
+[[nodiscard]] Result<Sample> take_sample(const Context& context, const SampleOptions& options);
+
+/// The paths watched, in order, with their roles: dirs, then the temp dir, then /dev/shm,
+/// duplicates (same path) dropped.
+[[nodiscard]] std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(
+    const Context& context, const SampleOptions& options);
+
+}  // namespace headroom
