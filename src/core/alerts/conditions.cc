@@ -1,0 +1,192 @@
+// The rules themselves: each turns a sample (and its predictions) into
+// AlertConditions; AlertEngine::judge applies hysteresis and repeats.
+
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/alerts/rules.h"
+#include "core/units.h"
+
+namespace headroom {
+
+namespace {
+
+std::string eta_text(double seconds) {
+  return format_duration(std::chrono::seconds(static_cast<std::int64_t>(std::llround(seconds))));
+}
+
+std::map<std::string, std::string> filesystem_labels(const FilesystemSample& filesystem) {
+  return {{"path", filesystem.path},
+          {"mountpoint", filesystem.mountpoint},
+          {"fstype", filesystem.fstype},
+          {"role", std::string(to_string(filesystem.role))}};
+}
+
+/// One filesystem per device: a dir and /tmp on the same disk alert once.
+std::vector<const FilesystemSample*> distinct_filesystems(const Sample& sample) {
+  std::vector<const FilesystemSample*> result;
+  std::set<std::string> seen;
+  for (const FilesystemSample& filesystem : sample.filesystems) {
+    if (!filesystem.ok) continue;
+    if (seen.insert(filesystem.device + "|" + filesystem.mountpoint).second) {
+      result.push_back(&filesystem);
+    }
+  }
+  return result;
+}
+
+void usage_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
+                      std::vector<AlertCondition>& out) {
+  const double used = filesystem.used_percent();
+  const std::string summary =
+      fmt::format("{} is {} full ({} free of {})", filesystem.mountpoint, format_percent(used),
+                  format_bytes(filesystem.avail_bytes), format_bytes(filesystem.total_bytes));
+  for (const auto& [severity, threshold] :
+       {std::pair{Severity::kWarn, config.warn_percent},
+        std::pair{Severity::kCritical, config.critical_percent}}) {
+    out.push_back({"filesystem_usage", filesystem.mountpoint, severity, used >= threshold,
+                   used < threshold - config.usage_clear_margin, false, used, threshold, summary,
+                   filesystem_labels(filesystem)});
+  }
+}
+
+void eta_condition(const AlertConfig& config, std::string rule, std::string subject,
+                   const FillEstimate* estimate, std::string what,
+                   std::map<std::string, std::string> labels, Severity severity,
+                   std::vector<AlertCondition>& out) {
+  const double horizon = static_cast<double>(config.eta_horizon.count());
+  const bool known = estimate != nullptr && estimate->eta_seconds.has_value();
+  const double eta = known ? *estimate->eta_seconds : INFINITY;
+  const std::string summary =
+      known ? fmt::format("{} full in {} at the current rate", what, eta_text(eta))
+            : fmt::format("{} is not filling up", what);
+  out.push_back({std::move(rule), std::move(subject), severity, eta < horizon,
+                 eta > horizon * config.eta_clear_factor, false, known ? eta : -1, horizon,
+                 summary, std::move(labels)});
+}
+
+void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
+                           std::vector<AlertCondition>& out) {
+  if (!config.checkpoint_bytes || filesystem.role != FsRole::kDir) return;
+  const double checkpoint = static_cast<double>(*config.checkpoint_bytes);
+  const double avail = static_cast<double>(filesystem.avail_bytes);
+  const double fit = std::floor(avail / checkpoint);
+  const std::string summary =
+      fmt::format("{}: {} free, room for {:.0f} more checkpoint(s) of {}", filesystem.path,
+                  format_bytes(filesystem.avail_bytes), fit,
+                  format_bytes(*config.checkpoint_bytes));
+  // Writing the next checkpoint before the oldest is deleted needs one more;
+  // clearing needs 5% more than that so a checkpoint just written does not flap.
+  out.push_back({"checkpoint_space", filesystem.path, Severity::kCritical, avail < checkpoint,
+                 avail >= checkpoint * 1.05, false, fit, 1, summary,
+                 filesystem_labels(filesystem)});
+  if (config.keep > 1) {
+    const double keep = static_cast<double>(config.keep);
+    out.push_back({"checkpoint_space", filesystem.path, Severity::kWarn, fit < keep,
+                   avail >= checkpoint * keep * 1.05, false, fit, keep, summary,
+                   filesystem_labels(filesystem)});
+  }
+}
+
+}  // namespace
+
+std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
+                                                    const Predictions& predictions) {
+  std::vector<AlertCondition> out;
+  for (const FilesystemSample& filesystem : sample.filesystems) {
+    out.push_back({"path_missing", filesystem.path, Severity::kWarn, !filesystem.ok,
+                   filesystem.ok, false, filesystem.ok ? 0.0 : 1.0, 0,
+                   filesystem.ok ? fmt::format("{} is back", filesystem.path)
+                                 : fmt::format("{} cannot be watched: {}", filesystem.path,
+                                               filesystem.error),
+                   {{"path", filesystem.path}, {"role", std::string(to_string(filesystem.role))}}});
+  }
+  for (const FilesystemSample* filesystem : distinct_filesystems(sample)) {
+    usage_conditions(config_, *filesystem, out);
+    eta_condition(config_, "filesystem_fill_eta", filesystem->mountpoint,
+                  predictions.filesystem(filesystem->path), filesystem->mountpoint,
+                  filesystem_labels(*filesystem), Severity::kCritical, out);
+  }
+  for (const FilesystemSample& filesystem : sample.filesystems) {
+    if (filesystem.ok) checkpoint_conditions(config_, filesystem, out);
+  }
+  if (sample.memory) {
+    eta_condition(config_, "memory_fill_eta", "memory",
+                  predictions.memory ? &*predictions.memory : nullptr, "memory", {},
+                  Severity::kWarn, out);
+  }
+  if (sample.pressure) {
+    const double full = sample.pressure->full_avg10;
+    const double threshold = config_.psi_full_threshold;
+    if (full > threshold) {
+      if (!psi_above_since_) psi_above_since_ = sample.monotonic;
+    } else {
+      psi_above_since_.reset();
+    }
+    const bool holds = psi_above_since_ && sample.monotonic - *psi_above_since_ >= config_.psi_for;
+    out.push_back({"memory_psi", "memory", Severity::kCritical, holds, full < threshold * 0.8,
+                   false, full, threshold,
+                   fmt::format("memory pressure: all tasks stalled {:.1f}% of the last 10s", full),
+                   {}});
+  }
+  // New OOM kills, in the cgroup if we know it, else system-wide.
+  std::optional<std::uint64_t> ooms;
+  std::optional<std::uint64_t>* last = nullptr;
+  std::string subject;
+  if (sample.cgroup) {
+    ooms = sample.cgroup->oom_kills;
+    last = &last_cgroup_ooms_;
+    subject = sample.cgroup->path.empty() ? "cgroup" : sample.cgroup->path;
+  } else if (sample.system_oom_kills) {
+    ooms = sample.system_oom_kills;
+    last = &last_system_ooms_;
+    subject = "system";
+  }
+  if (ooms && last != nullptr) {
+    const std::uint64_t previous = last->value_or(*ooms);
+    const std::uint64_t fresh = *ooms > previous ? *ooms - previous : 0;
+    *last = *ooms;
+    if (fresh > 0) last_oom_seen_ = sample.monotonic;
+    const bool holds = last_oom_seen_ && sample.monotonic - *last_oom_seen_ < config_.oom_quiet;
+    out.push_back({"oom_kill", subject, Severity::kCritical, holds, !holds, fresh > 0,
+                   static_cast<double>(*ooms), 0,
+                   fmt::format("{} new OOM kill(s) in {} ({} in total)", fresh, subject, *ooms),
+                   {}});
+  }
+  if (sample.fds && sample.fds->limit != 0 && sample.fds->limit != Limit::kUnlimited) {
+    const double used = 100.0 * static_cast<double>(sample.fds->open) /
+                        static_cast<double>(sample.fds->limit);
+    out.push_back({"fd_usage", "fds", Severity::kWarn, used >= config_.warn_percent,
+                   used < config_.warn_percent - config_.usage_clear_margin, false, used,
+                   config_.warn_percent,
+                   fmt::format("{} of {} file descriptors open", sample.fds->open,
+                               sample.fds->limit),
+                   {}});
+  }
+  return out;
+}
+
+std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
+                                              const Predictions& predictions) {
+  std::vector<AlertEvent> events;
+  std::set<std::string> seen;
+  for (const AlertCondition& condition : conditions(sample, predictions)) {
+    seen.insert(condition.key());
+    judge(condition, sample, events);
+  }
+  // Alerts whose subject is no longer measured (a dir gone, a probe failing)
+  // count as clear: path_missing or the probe metrics say what happened.
+  std::vector<AlertCondition> orphans;
+  for (const auto& [key, alert] : active_) {
+    if (seen.count(key) != 0) continue;
+    orphans.push_back({alert.last.rule, alert.last.subject, alert.last.severity, false, true,
+                       false, alert.last.value, alert.last.threshold,
+                       fmt::format("{}: no longer measured", alert.last.subject), {}});
+  }
+  for (const AlertCondition& orphan : orphans) judge(orphan, sample, events);
+  return events;
+}
+
+}  // namespace headroom

@@ -1,0 +1,89 @@
+#include "core/predict/fill_eta.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+std::vector<SeriesPoint> thin(std::span<const SeriesPoint> points, std::size_t max_points) {
+  if (max_points < 2 || points.size() <= max_points) {
+    return {points.begin(), points.end()};
+  }
+  // Pick indices evenly from the newest backwards so the newest point is kept.
+  std::vector<SeriesPoint> kept;
+  kept.reserve(max_points);
+  const double step =
+      static_cast<double>(points.size() - 1) / static_cast<double>(max_points - 1);
+  for (std::size_t i = 0; i < max_points; ++i) {
+    const double back = step * static_cast<double>(max_points - 1 - i);
+    const auto index = points.size() - 1 - static_cast<std::size_t>(std::llround(back));
+    kept.push_back(points[index]);
+  }
+  return kept;
+}
+
+namespace {
+
+struct PairSlopes {
+  std::vector<double> slopes;
+  std::size_t negative = 0;
+  std::size_t positive = 0;
+};
+
+PairSlopes pairwise_slopes(std::span<const SeriesPoint> points) {
+  PairSlopes result;
+  result.slopes.reserve(points.size() * (points.size() - 1) / 2);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    for (std::size_t j = i + 1; j < points.size(); ++j) {
+      const double dt = points[j].seconds - points[i].seconds;
+      if (dt <= 0) continue;  // same instant: no slope
+      const double slope = (points[j].remaining - points[i].remaining) / dt;
+      result.slopes.push_back(slope);
+      if (slope < 0) ++result.negative;
+      if (slope > 0) ++result.positive;
+    }
+  }
+  return result;
+}
+
+double median(std::vector<double>& values) {
+  const std::size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle),
+                   values.end());
+  const double upper = values[middle];
+  if (values.size() % 2 == 1) return upper;
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle));
+  return (lower + upper) / 2;
+}
+
+}  // namespace
+
+std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points) {
+  if (points.size() < 2) return std::nullopt;
+  PairSlopes pairs = pairwise_slopes(points);
+  if (pairs.slopes.empty()) return std::nullopt;
+  return median(pairs.slopes);
+}
+
+FillEstimate fill_eta(std::span<const SeriesPoint> points, const FillOptions& options) {
+  FillEstimate estimate;
+  const std::vector<SeriesPoint> used = thin(points, options.max_points);
+  estimate.samples = used.size();
+  if (used.empty()) return estimate;
+  estimate.span_seconds = used.back().seconds - used.front().seconds;
+  if (used.size() < std::max<std::size_t>(options.min_samples, 2)) return estimate;
+  PairSlopes pairs = pairwise_slopes(used);
+  if (pairs.slopes.empty()) return estimate;
+  const std::size_t moving = pairs.negative + pairs.positive;
+  estimate.agreement =
+      moving == 0 ? 0.0 : static_cast<double>(pairs.negative) / static_cast<double>(moving);
+  const double slope = median(pairs.slopes);
+  estimate.rate = slope;
+  if (slope >= 0 || estimate.agreement < options.min_agreement) return estimate;
+  const double remaining = std::max(0.0, used.back().remaining);
+  estimate.eta_seconds = remaining / -slope;
+  return estimate;
+}
+
+}  // namespace headroom

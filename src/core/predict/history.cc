@@ -1,0 +1,82 @@
+#include "core/predict/history.h"
+
+#include <algorithm>
+
+namespace headroom {
+
+namespace {
+
+constexpr const char* kMemoryKey = "memory";
+
+/// What memory is left for the job: MemAvailable, capped by the cgroup's room.
+std::optional<double> memory_remaining(const Sample& sample) {
+  if (!sample.memory) return std::nullopt;
+  double remaining = static_cast<double>(sample.memory->available_bytes);
+  if (sample.cgroup && sample.cgroup->limit_bytes) {
+    const std::uint64_t limit = *sample.cgroup->limit_bytes;
+    const std::uint64_t usage = sample.cgroup->usage_bytes;
+    remaining = std::min(remaining, static_cast<double>(limit > usage ? limit - usage : 0));
+  }
+  return remaining;
+}
+
+}  // namespace
+
+const FillEstimate* Predictions::filesystem(const std::string& path) const {
+  const auto found = filesystems.find(path);
+  return found == filesystems.end() ? nullptr : &found->second;
+}
+
+History::History(std::chrono::milliseconds window, std::size_t capacity, FillOptions fill)
+    : window_(window), capacity_(std::max<std::size_t>(capacity, 2)), fill_(fill) {}
+
+void History::append(Series& series, double seconds, double remaining) {
+  series.points.push_back({seconds, remaining});
+  const double oldest = seconds - std::chrono::duration<double>(window_).count();
+  while (!series.points.empty() && series.points.front().seconds < oldest) {
+    series.points.pop_front();
+  }
+  while (series.points.size() > capacity_) series.points.pop_front();
+}
+
+void History::add(const Sample& sample) {
+  if (!origin_) origin_ = sample.monotonic;
+  const double seconds = std::chrono::duration<double>(sample.monotonic - *origin_).count();
+  for (const FilesystemSample& filesystem : sample.filesystems) {
+    if (!filesystem.ok) {
+      // A vanished or unmounted path has no trend; start over when it returns.
+      series_.erase(filesystem.path);
+      continue;
+    }
+    Series& series = series_[filesystem.path];
+    if (series.device != filesystem.device) {
+      series.points.clear();  // another filesystem is mounted there now
+      series.device = filesystem.device;
+    }
+    append(series, seconds, static_cast<double>(filesystem.avail_bytes));
+  }
+  if (const auto remaining = memory_remaining(sample)) {
+    append(series_[kMemoryKey], seconds, *remaining);
+  }
+}
+
+Predictions History::predict() const {
+  Predictions predictions;
+  for (const auto& [key, series] : series_) {
+    const std::vector<SeriesPoint> points(series.points.begin(), series.points.end());
+    FillEstimate estimate = fill_eta(points, fill_);
+    if (key == kMemoryKey) {
+      predictions.memory = estimate;
+    } else {
+      predictions.filesystems.emplace(key, estimate);
+    }
+  }
+  return predictions;
+}
+
+std::size_t History::size(const std::string& key) const {
+  const auto found = series_.find(key);
+  return found == series_.end() ? 0 : found->second.points.size();
+}
+
+}  // namespace headroom

@@ -1,0 +1,75 @@
+#include "core/sample/sample.h"
+
+#include <set>
+
+#include "core/sample/sample_probes.h"
+
+namespace headroom {
+
+std::string_view to_string(FsRole role) {
+  switch (role) {
+    case FsRole::kDir:
+      return "dir";
+    case FsRole::kTemp:
+      return "tmp";
+    case FsRole::kShm:
+      return "shm";
+  }
+  return "dir";
+}
+
+double FilesystemSample::used_percent() const {
+  if (total_bytes == 0) return 0.0;
+  // df's Use%: used / (used + avail), so root-reserved blocks count as full.
+  const double used = static_cast<double>(used_bytes());
+  return 100.0 * used / (used + static_cast<double>(avail_bytes));
+}
+
+double MemorySample::used_percent() const {
+  if (total_bytes == 0) return 0.0;
+  const std::uint64_t used = total_bytes > available_bytes ? total_bytes - available_bytes : 0;
+  return 100.0 * static_cast<double>(used) / static_cast<double>(total_bytes);
+}
+
+const ProbeStatus* Sample::probe(std::string_view name) const {
+  for (const ProbeStatus& status : probes) {
+    if (status.probe == name) return &status;
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(
+    const Context& context, const SampleOptions& options) {
+  std::vector<std::pair<std::filesystem::path, FsRole>> paths;
+  std::set<std::string> seen;
+  const auto add = [&](const std::filesystem::path& path, FsRole role) {
+    const std::filesystem::path normal = path.lexically_normal();
+    if (seen.insert(normal.string()).second) paths.emplace_back(normal, role);
+  };
+  for (const std::filesystem::path& dir : options.dirs) {
+    add(dir.is_absolute() ? dir : context.working_directory / dir, FsRole::kDir);
+  }
+  if (options.temp_dir) {
+    const auto tmpdir = context.env("TMPDIR");
+    add(tmpdir && tmpdir->front() == '/' ? std::filesystem::path(*tmpdir) : "/tmp", FsRole::kTemp);
+  }
+  if (options.shm) add(context.root.display(context.root.dev("shm")), FsRole::kShm);
+  return paths;
+}
+
+Result<Sample> take_sample(const Context& context, const SampleOptions& options) {
+  if (context.syscalls == nullptr) return fail(Error::invalid("context has no syscalls"));
+  Sample sample;
+  sample.time = context.syscalls->now();
+  sample.monotonic = context.syscalls->monotonic();
+  sample_filesystems(context, watched_paths(context, options), sample);
+  sample_memory(context, sample);
+  sample_pressure(context, sample);
+  sample_cgroup(context, sample);
+  sample_vmstat(context, sample);
+  sample_fds(context, sample);
+  if (options.shm && options.shm_stale) sample_shm_stale(context, options, sample);
+  return sample;
+}
+
+}  // namespace headroom

@@ -1,0 +1,41 @@
+#pragma once
+// The probes of one sample, one function each. Each times itself, records a
+// ProbeStatus, and on failure leaves its fields of the Sample empty.
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "core/sample/sample.h"
+
+namespace headroom {
+
+/// statvfs + mountinfo of every watched path ("filesystem" probe).
+void sample_filesystems(const Context& context,
+                        const std::vector<std::pair<std::filesystem::path, FsRole>>& paths,
+                        Sample& sample);
+/// /proc/meminfo ("meminfo").
+void sample_memory(const Context& context, Sample& sample);
+/// /proc/pressure/memory ("pressure"); a kernel without PSI is a failed probe.
+void sample_pressure(const Context& context, Sample& sample);
+/// The memory cgroup of the context's process ("cgroup").
+void sample_cgroup(const Context& context, Sample& sample);
+/// /proc/vmstat oom_kill ("vmstat").
+void sample_vmstat(const Context& context, Sample& sample);
+/// Entries of /proc/<pid>/fd against RLIMIT_NOFILE ("fds").
+void sample_fds(const Context& context, Sample& sample);
+/// Bytes of /dev/shm files nobody holds ("shm_stale").
+void sample_shm_stale(const Context& context, const SampleOptions& options, Sample& sample);
+
+/// Runs `body` (returning Result<void>) as probe `name`: times it and records the status.
+template <typename Body>
+void run_probe(const Context& context, Sample& sample, std::string name, Body&& body) {
+  const auto start = context.syscalls->monotonic();
+  const Result<void> result = body();
+  const auto elapsed = context.syscalls->monotonic() - start;
+  sample.probes.push_back({std::move(name), result.has_value(),
+                           std::chrono::duration<double>(elapsed).count(),
+                           result ? std::string() : result.error().message});
+}
+
+}  // namespace headroom
