@@ -1,0 +1,73 @@
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/report/json.h"
+#include "core/report/text.h"
+#include "core/units.h"
+
+namespace headroom {
+namespace {
+
+// Golden files: HEADROOM_UPDATE_GOLDEN=1 rewrites them, so a change shows as a reviewed diff.
+void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(HEADROOM_TEST_DATA) + "/golden/" + name;
+  if (const char* update = std::getenv("HEADROOM_UPDATE_GOLDEN"); update && *update == '1') {
+    std::ofstream(path) << actual;
+    return;
+  }
+  std::ifstream file(path);
+  ASSERT_TRUE(file) << "missing golden file " << path << " (run with HEADROOM_UPDATE_GOLDEN=1)";
+  std::stringstream expected;
+  expected << file.rdbuf();
+  EXPECT_EQ(actual, expected.str()) << "golden " << name << " differs";
+}
+
+Report sample_report() {
+  Report report;
+  report.environment = "docker";
+  Finding ok;
+  ok.id = "disk.space";
+  ok.subject = "/data";
+  ok.severity = Severity::kOk;
+  ok.summary = "/data: 80.0 GiB free of 252.0 GiB (68.3% used)";
+  ok.add("avail_bytes", std::uint64_t{80} * kGiB, "bytes");
+  Finding critical;
+  critical.id = "shm.capacity";
+  critical.subject = "/dev/shm";
+  critical.severity = Severity::kCritical;
+  critical.summary = "/dev/shm has 64.0 MiB free of 64.0 MiB but the job needs 512.0 MiB";
+  critical.why = "workers die of SIGBUS";
+  critical.add("size_bytes", std::uint64_t{64} * kMiB, "bytes").add("fstype", std::string("tmpfs"));
+  critical.remedy = {"restart the container with: docker run --shm-size=564m ...",
+                     "or share the host's: docker run --ipc=host ..."};
+  report.findings = {ok, critical, unknown_finding("kernel.oom", "", "/dev/kmsg: Permission denied")};
+  report.sort_worst_first();
+  return report;
+}
+
+TEST(Report, VerdictIsTheWorstKnownSeverity) {
+  Report report = sample_report();
+  EXPECT_EQ(report.verdict(), Severity::kCritical);
+  EXPECT_EQ(report.findings.front().id, "shm.capacity");
+  Report unknown_only;
+  unknown_only.findings = {unknown_finding("kernel.oom", "", "no log")};
+  EXPECT_EQ(unknown_only.verdict(), Severity::kOk);
+}
+
+TEST(RenderText, MatchesGoldenWithoutColour) {
+  expect_golden("check_report.txt", render_text(sample_report(), TextStyle{false, false}));
+}
+
+TEST(RenderText, ColoursOnlyWhenAsked) {
+  EXPECT_EQ(render_text(sample_report(), TextStyle{false, false}).find('\x1b'), std::string::npos);
+  EXPECT_NE(render_text(sample_report(), TextStyle{true, false}).find("\x1b[1;31m"),
+            std::string::npos);
+}
+
+TEST(ToJson, MatchesGolden) { expect_golden("check_report.json", to_json(sample_report()).dump(2) + "\n"); }
+
+}  // namespace
+}  // namespace headroom
