@@ -1,11 +1,108 @@
-// PLACEHOLDER: replaced by the real check (work in progress).
+// kernel.oom: OOM kills in the kernel log in the last 24 hours, host-wide or in
+// a memory cgroup, with the killed command and pid. Past kills are a warning,
+// never critical: they say the job's memory budget was wrong before, not that
+// it is wrong now. Source: probes/kmsg.h (/dev/kmsg, mm/oom_kill.c messages).
+
+#include <ctime>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
 #include "core/checks/check.h"
+#include "core/probes/kmsg.h"
+#include "core/units.h"
 
 namespace headroom {
 
+namespace {
+
+constexpr std::string_view kWhy =
+    "An OOM kill ends a rank or a DataLoader worker with SIGKILL: PyTorch reports only "
+    "\"killed by signal: Killed\" or exit code 137. Kills in the last day mean a job here "
+    "ran out of memory before and likely will again with the same shape.";
+
+constexpr auto kWindow = std::chrono::hours(24);
+// Enough to name the recent ones; the count covers the rest.
+constexpr std::size_t kListed = 10;
+
+std::string utc(std::chrono::system_clock::time_point time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  return fmt::format("{:%Y-%m-%d %H:%M:%S}Z", fmt::gmtime(seconds));
+}
+
+std::string describe(const OomEvent& event, std::chrono::system_clock::time_point now) {
+  std::string text = fmt::format("{} (pid {})", event.comm.empty() ? "?" : event.comm, event.pid);
+  if (event.constraint == OomConstraint::kMemoryCgroup) {
+    text += " in memory cgroup " + (event.oom_cgroup.empty() ? event.task_cgroup : event.oom_cgroup);
+  } else if (event.constraint == OomConstraint::kHost) {
+    text += ", host out of memory";
+  } else {
+    text += fmt::format(", constraint {}", to_string(event.constraint));
+  }
+  if (event.rss_bytes() > 0) text += ", rss " + format_bytes(event.rss_bytes());
+  if (event.time) {
+    const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - *event.time);
+    text += fmt::format(", {} ago", format_duration(std::max(age, std::chrono::seconds(0))));
+  }
+  return text;
+}
+
+}  // namespace
+
 std::vector<Finding> check_kernel_oom(const CheckInput& input) {
-  (void)input;
-  return {unknown_finding("kernel_oom", "", "not implemented yet")};
+  const Context& context = input.context;
+  Finding finding;
+  finding.id = "kernel.oom";
+  finding.subject = "kernel log";
+  finding.why = std::string(kWhy);
+
+  auto log = read_kmsg(context);
+  if (!log) return {unknown_finding(finding.id, finding.subject, log.error().message)};
+  const auto now = context.syscalls->now();
+  const std::vector<OomEvent> all = parse_oom_events(log->records, log->boot_time);
+
+  std::vector<const OomEvent*> recent;
+  for (const OomEvent& event : all) {
+    // Without a boot time every kill in the buffer counts: it is since boot.
+    if (!event.time || now - *event.time <= kWindow) recent.push_back(&event);
+  }
+  finding.add("records_read", static_cast<std::uint64_t>(log->records.size()), "count");
+  finding.add("oom_kills_since_boot", static_cast<std::uint64_t>(all.size()), "count");
+  finding.add("oom_kills_24h", static_cast<std::uint64_t>(recent.size()), "count");
+  if (!log->records.empty() && log->boot_time) {
+    const auto oldest = *log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                              log->records.front().since_boot);
+    finding.add("log_starts_at", utc(oldest));
+  }
+
+  if (recent.empty()) {
+    finding.summary = all.empty() ? "no OOM kills in the kernel log"
+                                  : fmt::format("no OOM kills in the last 24 hours ({} earlier)",
+                                                all.size());
+    return {finding};
+  }
+  const OomEvent& last = *recent.back();
+  finding.add("last_kill_pid", static_cast<std::int64_t>(last.pid));
+  finding.add("last_kill_comm", last.comm);
+  finding.add("last_kill_constraint", std::string(to_string(last.constraint)));
+  if (!last.oom_cgroup.empty()) finding.add("last_kill_cgroup", last.oom_cgroup);
+  if (last.rss_bytes() > 0) finding.add("last_kill_rss_bytes", last.rss_bytes(), "bytes");
+  if (last.time) finding.add("last_kill_time", utc(*last.time));
+  std::string listed;
+  for (std::size_t index = recent.size() > kListed ? recent.size() - kListed : 0;
+       index < recent.size(); ++index) {
+    listed += (listed.empty() ? "" : "; ") + describe(*recent[index], now);
+  }
+  finding.add("kills", listed);
+
+  finding.severity = Severity::kWarn;
+  finding.summary = fmt::format("{} OOM kill(s) in the last 24 hours, the last: {}", recent.size(),
+                                describe(last, now));
+  finding.remedy.emplace_back("read them: dmesg -T | grep -iE 'killed process|oom-kill'");
+  finding.remedy.emplace_back(
+      "check the job's memory budget before the next run: headroom check --only memory "
+      "--worker-rss SIZE --workers N --ranks R");
+  return {finding};
 }
 
 }  // namespace headroom
