@@ -82,16 +82,21 @@ std::string_view to_string(ShmOrigin origin) {
   return "unknown";
 }
 
-ShmOrigin classify_shm(const std::string& source, const std::string& fstype,
-                       const std::string& root, bool in_container) {
-  if (!in_container) return fstype == "tmpfs" ? ShmOrigin::kHost : ShmOrigin::kOther;
-  if (fstype != "tmpfs") return ShmOrigin::kOther;
-  // kubelet mounts the pod's volume dir: .../volumes/kubernetes.io~empty-dir/<name>.
-  if (contains(root, "kubernetes.io~empty-dir")) return ShmOrigin::kEmptyDirMemory;
+ShmOrigin classify_shm(const MountEntry& shm, RuntimeKind kind, bool in_container) {
+  if (!in_container) return shm.fstype == "tmpfs" ? ShmOrigin::kHost : ShmOrigin::kOther;
+  if (shm.fstype != "tmpfs") return ShmOrigin::kOther;
   // Docker, containerd, CRI-O and Podman name a private IPC namespace's tmpfs "shm".
-  if (source == "shm") return ShmOrigin::kRuntimePrivate;
-  // --ipc=host / hostIPC bind-mount the host's /dev/shm: the tmpfs's own root.
-  if (root == "/") return ShmOrigin::kHostShared;
+  if (shm.source == "shm") return ShmOrigin::kRuntimePrivate;
+  // kubelet mounts a tmpfs at .../volumes/kubernetes.io~empty-dir/<name> and the
+  // runtime bind-mounts it; the container sees the tmpfs's root "/" with source
+  // "tmpfs". That is the documented way to give a pod /dev/shm (hostIPC pods
+  // look the same from inside, and are rare).
+  if (shm.root.find("kubernetes.io~empty-dir") != std::string::npos ||
+      kind == RuntimeKind::kKubernetes) {
+    return ShmOrigin::kEmptyDirMemory;
+  }
+  // --ipc=host bind-mounts the host's /dev/shm: the tmpfs's own root.
+  if (shm.root == "/") return ShmOrigin::kHostShared;
   return ShmOrigin::kOther;
 }
 
@@ -161,7 +166,7 @@ Runtime detect_runtime(const Context& context) {
 
   const MountEntry* shm = find_mount(mounts, "/dev/shm");
   if (shm != nullptr && shm->mount_point == "/dev/shm") {
-    runtime.shm_origin = classify_shm(shm->source, shm->fstype, shm->root, runtime.in_container);
+    runtime.shm_origin = classify_shm(*shm, runtime.kind, runtime.in_container);
   } else if (!mounts.empty()) {
     runtime.shm_origin = ShmOrigin::kOther;  // a plain directory on / or /dev
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/probes/mountinfo.h"
 
 namespace headroom {
 
@@ -59,7 +60,6 @@ struct Runtime {
 [[nodiscard]] Runtime detect_runtime(const Context& context);
 
 /// Classifies the /dev/shm mount of a process given its runtime (pure; used by detect_runtime).
-[[nodiscard]] ShmOrigin classify_shm(const std::string& source, const std::string& fstype,
-                                     const std::string& root, bool in_container);
+[[nodiscard]] ShmOrigin classify_shm(const MountEntry& shm, RuntimeKind kind, bool in_container);
 
 }  // namespace headroom
