@@ -21,11 +21,12 @@ bool contains(std::string_view text, std::string_view needle) {
   return text.find(needle) != std::string_view::npos;
 }
 
-// Cgroup path fragments each runtime creates (docker: /docker/<id> or
+// Cgroup path fragments each runtime creates (kubepods first: a pod's path
+// also names its runtime) (docker: /docker/<id> or
 // docker-<id>.scope; containerd/CRI: cri-containerd-, kubepods; CRI-O: crio-;
 // Podman: libpod-; LXC: /lxc/).
 constexpr std::array<std::string_view, 7> kContainerCgroups{
-    "/docker/", "docker-", "containerd", "kubepods", "crio-", "libpod", "/lxc/"};
+    "kubepods", "/docker/", "docker-", "containerd", "crio-", "libpod", "/lxc/"};
 
 // Kernel threads are children of kthreadd, pid 2, and only visible from the
 // initial pid namespace: a container (without --pid=host) never sees them.

@@ -32,15 +32,6 @@ TEST(KernelOom, RecentMemcgKillWarnsOlderHostKillIsOnlyCounted) {
   EXPECT_NE(finding.summary.find("2h 0m ago"), std::string::npos) << finding.summary;
 }
 
-TEST(KernelOom, AllKillsOlderThanADayAreOk) {
-  FakeSyscalls syscalls;
-  syscalls.now_ += std::chrono::hours(23);  // the recent kill is now 25 h old
-  Context context = fixture_context("cgroup_v2", syscalls);
-  const Finding finding = run(context);
-  EXPECT_EQ(finding.severity, Severity::kOk) << finding.summary;
-  EXPECT_NE(finding.summary.find("2 earlier"), std::string::npos) << finding.summary;
-}
-
 TEST(KernelOom, NoKillsOnTheRecordedHost) {
   FakeSyscalls syscalls;
   const Finding finding = run(fixture_context("bare_host", syscalls));
