@@ -13,6 +13,11 @@ deps:
 build: deps
 	cmake --preset dev >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+	@# As root, `import headroom` works from Debian's python3 without PYTHONPATH: a .pth
+	@# file in its site dir names this repo's python/ dir (docs/python.md; delete it to undo).
+	@if [ "$$(id -u)" = 0 ]; then \
+	  site=$$($(PYTHON) -c 'import site; print(site.getsitepackages()[0])') && \
+	  mkdir -p "$$site" && echo "$(abspath python)" > "$$site/headroom.pth"; fi
 
 run: build
 	$(HEADROOM) check
