@@ -42,4 +42,20 @@ std::vector<std::string> shm_resize_remedies(const Runtime& runtime, std::uint64
   return lines;
 }
 
+void add_filesystem_evidence(Finding& finding, const FsStats& stats, const MountEntry* mount) {
+  if (mount != nullptr) {
+    finding.add("mount_point", mount->mount_point);
+    finding.add("fstype", mount->fstype);
+  }
+  finding.add("avail_bytes", stats.avail_bytes, "bytes");
+  finding.add("total_bytes", stats.total_bytes, "bytes");
+  finding.add("used_percent", stats.used_percent(), "percent");
+  // btrfs and some network filesystems report no inode limit (0 total).
+  if (stats.total_inodes != 0) {
+    finding.add("free_inodes", stats.free_inodes, "inodes");
+    finding.add("inodes_used_percent", stats.inodes_used_percent(), "percent");
+  }
+  finding.add("read_only", stats.read_only || (mount != nullptr && mount->read_only()));
+}
+
 }  // namespace headroom
