@@ -15,6 +15,12 @@ from .checks import check, format_bytes, parse_size
 from .monitor import Alert, Monitor, MonitorStatus
 from .report import CriticalFinding, Evidence, Finding, Report
 
+# Tracebacks show headroom.CriticalFinding, the name users catch, not headroom.report....
+for _exported in (Alert, CriticalFinding, DiskFull, Evidence, Finding, Monitor, MonitorStatus,
+                  Report):
+    _exported.__module__ = __name__
+del _exported
+
 __version__: str = _headroom.__version__
 #: Ids of the checks, in the order they run; `only=` takes these or their prefixes.
 CHECKS = tuple(_headroom.check_ids())

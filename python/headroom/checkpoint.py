@@ -215,7 +215,7 @@ def save_checkpoint(obj: Any, path: PathLike, keep: Optional[int] = None, *,
     if avail < needed:
         raise DiskFull(str(target), needed, avail,
                        f"not enough space for the checkpoint: {format_bytes(avail)} free in "
-                       f"{directory}, need {format_bytes(needed)} (last size "
+                       f"{directory}, need {format_bytes(needed)} (expected "
                        f"{format_bytes(expected)} + margin); nothing was written, the previous "
                        f"checkpoints are intact")
 
