@@ -107,3 +107,19 @@ def test_check_rejects_missing_dir(scratch):
 
 def test_check_ids_are_the_core_table():
     assert "shm.capacity" in headroom.CHECKS and "disk.space" in headroom.CHECKS
+
+
+def test_check_says_critical_when_the_next_checkpoints_do_not_fit(scratch):
+    from conftest import run_isolated
+
+    result = run_isolated(f"""
+import json, headroom
+with open("{scratch}/old.pt", "wb") as f:
+    f.write(bytes(20 << 20))
+report = headroom.check("{scratch}", ckpt_bytes="16MiB", keep=2, only="disk.space")
+item = report.find("disk.space", "{scratch}")
+print("RESULT " + json.dumps({{"verdict": report.verdict, "severity": item.severity,
+                              "summary": item.summary, "fit": item.value("saves_that_fit")}}))
+""", mounts=f"mount -t tmpfs -o size=32m tmpfs {scratch}")
+    assert result["verdict"] == "critical" and result["severity"] == "critical", result
+    assert result["fit"] == 0, result
