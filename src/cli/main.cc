@@ -12,6 +12,8 @@ namespace {
 constexpr std::array kCommands = {
     Command{"check", "preflight: find every host resource that would kill a training job",
             setup_check},
+    Command{"run", "supervise a training command: warn before the host runs out, say why it died",
+            setup_run},
 };
 
 int main_impl(int argc, char** argv) {

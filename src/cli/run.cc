@@ -1,0 +1,242 @@
+// headroom run: preflight, supervise the job, live warnings, and a post-mortem
+// when it ends badly. Exit code: the job's (128+N for a signal); 125 when
+// --strict refused to start it; 126/127 when the command could not be executed;
+// 2 for usage errors. Documented in docs/run.md.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/check_options.h"
+#include "cli/command.h"
+#include "core/checks/check.h"
+#include "core/explain/host.h"
+#include "core/postmortem/postmortem.h"
+#include "core/postmortem/render.h"
+#include "core/probes/kmsg.h"
+#include "core/signatures/analyzer.h"
+#include "core/supervise/supervisor.h"
+#include "core/units.h"
+
+namespace headroom::cli {
+
+namespace {
+
+constexpr int kExitRefused = 125;  // like docker run / env: the runner, not the job, failed
+
+struct RunCommand {
+  CheckFlags flags;
+  std::string log;
+  std::string log_size = "64MiB";
+  unsigned log_keep = 3;
+  bool strict = false;
+  std::string on_critical;
+  std::string report;
+  std::string interval = "1s";
+  std::string stall_after = "5m";
+  std::vector<std::string> command;
+};
+
+Result<int> parse_signal(const std::string& text) {
+  std::string name = text;
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
+  for (int signal = 1; signal < NSIG; ++signal) {
+    const char* abbrev = ::sigabbrev_np(signal);
+    if (abbrev != nullptr && name == abbrev) return signal;
+  }
+  try {
+    const int number = std::stoi(text);
+    if (number > 0 && number < NSIG) return number;
+  } catch (const std::exception&) {
+  }
+  return fail(Error::invalid(fmt::format("--on-critical: unknown signal '{}'", text)));
+}
+
+// The preflight's problems on stderr; true when one is critical.
+bool preflight(const Context& context, const CheckOptions& options, const Globals& globals,
+               Report& report) {
+  report = run_checks(context, options);
+  const TextStyle style{stderr_color(globals), globals.verbose};
+  bool critical = false;
+  for (const Finding& finding : report.findings) {
+    if (finding.severity != Severity::kWarn && finding.severity != Severity::kCritical) continue;
+    critical = critical || finding.severity == Severity::kCritical;
+    std::cerr << "headroom: preflight: " << render_finding(finding, style);
+  }
+  return critical;
+}
+
+const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
+  const auto& samples = run.timeline.samples();
+  const CgroupSample* found = nullptr;
+  for (const JobSample& sample : samples) {
+    if (sample.host && sample.host->cgroup) {
+      found = &*sample.host->cgroup;
+      if (first) return found;
+    }
+  }
+  return found;
+}
+
+PostmortemInput gather(const Context& context, const SupervisionResult& run,
+                       const CheckOptions& options,
+                       std::chrono::system_clock::time_point started) {
+  PostmortemInput input;
+  input.run = &run;
+  if (const CgroupSample* first = job_cgroup(run, true)) input.cgroup_oom_kills_before = first->oom_kills;
+  if (const CgroupSample* last = job_cgroup(run, false)) {
+    input.cgroup_path = last->path;
+    input.cgroup_limit_bytes = last->limit_bytes;
+    input.cgroup_oom_kills_after = last->oom_kills;
+    // The counter moves when a worker is killed, often after the last tick: a
+    // sample taken after the end counts only if headroom shares the job's cgroup.
+    if (run.final_host && run.final_host->cgroup && run.final_host->cgroup->path == last->path) {
+      input.cgroup_oom_kills_after = run.final_host->cgroup->oom_kills;
+    }
+  } else {
+    input.could_not_see.push_back("the job's memory cgroup (no cgroup sample)");
+  }
+  auto kernel_log = read_kmsg(context);
+  if (kernel_log) {
+    for (OomEvent& event : parse_oom_events(kernel_log->records, kernel_log->boot_time)) {
+      // Only kills during the job (a second of slack for the kernel clock).
+      if (event.time && *event.time < started - std::chrono::seconds(1)) continue;
+      input.oom_events.push_back(std::move(event));
+    }
+  } else {
+    input.could_not_see.push_back("kernel log: " + kernel_log.error().message);
+  }
+  if (options.workers > 0 && options.batch_bytes) input.shm_need_bytes = dataloader_shm_need(options);
+  for (const std::string& reason : run.unreadable) input.could_not_see.push_back(reason);
+  return input;
+}
+
+int finish(const Context& context, const RunCommand& command, const Globals& globals,
+           const CheckOptions& options, const SupervisionResult& run, LogAnalyzer& analyzer,
+           std::chrono::system_clock::time_point started) {
+  if (run.log && run.log->lost_bytes > 0) {
+    std::cerr << fmt::format("headroom: --log lost {} of output ({})\n",
+                             format_bytes(run.log->lost_bytes), run.log->last_error.empty()
+                                                                     ? "the disk was too slow"
+                                                                     : run.log->last_error);
+  }
+  analyzer.note_exit(WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status))
+                                                : std::nullopt,
+                     WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status))
+                                                  : std::nullopt);
+  Diagnosis diagnosis = analyzer.finish();
+  PostmortemInput input = gather(context, run, options, started);
+  input.diagnosis = &diagnosis;
+  Postmortem postmortem = build_postmortem(input);
+  if (postmortem.needed && !postmortem.stopped) {
+    // Confirm on the host (kernel log for the pids, /dev/shm, free space of the
+    // named paths) and rebuild with the confirmed diagnosis and its remedies.
+    const HostConfirmation host = confirm_on_host(context, diagnosis);
+    apply_host(diagnosis, host);
+    input.remedy = remedies_for(diagnosis, host.runtime);
+    postmortem = build_postmortem(input);
+  }
+  if (postmortem.stopped) {
+    std::cerr << "headroom: " << postmortem.summary << "; exit " << run.exit_code << "\n";
+  } else if (postmortem.needed) {
+    std::cerr << render_postmortem(postmortem, TextStyle{stderr_color(globals), globals.verbose});
+  }
+  if (!command.report.empty() && postmortem.needed) {
+    std::ofstream file(command.report);
+    file << postmortem_to_json(postmortem, run, command.command).dump(2) << "\n";
+    if (!file) std::cerr << "headroom: --report " << command.report << ": could not write\n";
+  }
+  return run.exit_code;
+}
+
+}  // namespace
+
+std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
+  auto command = std::make_shared<RunCommand>();
+  add_check_flags(app, command->flags);
+  app.add_option("--log", command->log, "also write the output to FILE (size-capped, rotated)");
+  app.add_option("--log-size", command->log_size, "size of one log file before rotating (default 64MiB)");
+  app.add_option("--log-keep", command->log_keep, "log files kept: FILE, FILE.1, ... (default 3)");
+  app.add_flag("--strict", command->strict, "refuse to start on a critical preflight finding (exit 125)");
+  app.add_option("--on-critical", command->on_critical,
+                 "send this signal (e.g. SIGUSR1) to the job once when a --dir is about to fill up");
+  app.add_option("--report", command->report, "write the post-mortem as JSON to FILE (docs/json.md)");
+  app.add_option("--interval", command->interval, "sampling interval (default 1s)");
+  app.add_option("--stall-after", command->stall_after,
+                 "no output for this long after an ENOSPC error is a stall (default 5m)");
+  app.add_option("command", command->command, "the job: -- CMD ARGS...")->required();
+  return [command, &globals]() {
+    Context context = make_context(globals);
+    auto options = to_check_options(command->flags, context.working_directory);
+    if (!options) return usage_error(options.error().message);
+    SupervisorOptions supervisor;
+    auto interval = parse_duration(command->interval);
+    auto stall = parse_duration(command->stall_after);
+    auto log_size = parse_size(command->log_size);
+    if (!interval || interval->count() <= 0) return usage_error("--interval: expected a duration such as 1s");
+    if (!stall) return usage_error("--stall-after: " + stall.error().message);
+    if (!log_size || *log_size == 0) return usage_error("--log-size: expected a size such as 64MiB");
+    if (!command->on_critical.empty()) {
+      auto signal = parse_signal(command->on_critical);
+      if (!signal) return usage_error(signal.error().message);
+      supervisor.on_critical_signal = *signal;
+    }
+    auto catalog = load_catalog({});
+    if (!catalog) return usage_error("signature catalog: " + catalog.error().message);
+
+    Report report;
+    if (preflight(context, *options, globals, report) && command->strict) {
+      std::cerr << "headroom: --strict: not starting the job because of the critical finding(s) above\n";
+      return kExitRefused;
+    }
+
+    supervisor.spawn.argv = command->command;
+    supervisor.spawn.stdout_terminal = ::isatty(STDOUT_FILENO) == 1;
+    supervisor.spawn.stderr_terminal = ::isatty(STDERR_FILENO) == 1;
+    supervisor.spawn.terminal_fd = supervisor.spawn.stdout_terminal ? STDOUT_FILENO
+                                   : supervisor.spawn.stderr_terminal ? STDERR_FILENO
+                                                                      : -1;
+    supervisor.spawn.hand_over_foreground = ::isatty(STDIN_FILENO) == 1 &&
+                                            ::tcgetpgrp(STDIN_FILENO) == ::getpgrp() &&
+                                            !supervisor.spawn.stdout_terminal &&
+                                            !supervisor.spawn.stderr_terminal;
+    supervisor.interval = *interval;
+    supervisor.stall_after = *stall;
+    if (!command->log.empty()) {
+      supervisor.log = RotatingLogOptions{command->log, *log_size, command->log_keep};
+    }
+    supervisor.watch.sample.dirs = options->dirs;
+    supervisor.watch.sample.shm_stale = false;  // the preflight looked; too costly every tick
+    supervisor.watch.alerts.warn_percent = options->warn_percent;
+    supervisor.watch.alerts.critical_percent = options->critical_percent;
+    supervisor.watch.alerts.checkpoint_bytes = options->checkpoint_bytes;
+    supervisor.watch.alerts.keep = options->keep;
+
+    LogAnalyzer analyzer(*catalog);
+    SupervisorHooks hooks;
+    hooks.on_output = [&analyzer](std::string_view chunk) { analyzer.feed(chunk); };
+    hooks.on_alert = [](const AlertEvent& event) {
+      if (event.kind == AlertKind::kResolved) return;
+      std::cerr << fmt::format("headroom: {}: {}\n", to_string(event.severity), event.summary);
+    };
+    hooks.on_notice = [](const std::string& notice) { std::cerr << "headroom: " << notice << "\n"; };
+
+    const auto started = std::chrono::system_clock::now();
+    auto run = supervise(context, supervisor, hooks);
+    if (!run) {
+      std::cerr << "headroom: cannot run " << command->command.front() << ": " << run.error().message << "\n";
+      if (run.error().code == Error::Code::kNotFound) return 127;
+      if (run.error().code == Error::Code::kPermissionDenied) return 126;
+      return static_cast<int>(kExitUsage);
+    }
+    return finish(context, *command, globals, *options, *run, analyzer, started);
+  };
+}
+
+}  // namespace headroom::cli

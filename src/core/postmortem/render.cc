@@ -1,0 +1,107 @@
+#include "core/postmortem/render.h"
+
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+
+#include "core/report/json.h"
+
+namespace headroom {
+
+std::string render_postmortem(const Postmortem& postmortem, const TextStyle& style) {
+  const std::string bold = style.color ? "\x1b[1;31m" : "";
+  const std::string reset = color_reset(style);
+  std::string out;
+  out += fmt::format("{}headroom: the job failed: {}{} ({} confidence)\n", bold, postmortem.cause,
+                     reset, postmortem.confidence);
+  if (postmortem.process) {
+    const Culprit& process = *postmortem.process;
+    out += fmt::format("  process:  {} (pid {}{}) {}\n", process.role, process.pid,
+                       process.name.empty() ? "" : ", " + process.name, process.fate);
+  }
+  if (!postmortem.resource.empty()) out += fmt::format("  resource: {}\n", postmortem.resource);
+  if (!postmortem.evidence.empty()) {
+    std::string line;
+    for (const Evidence& evidence : postmortem.evidence) {
+      if (!line.empty()) line += ", ";
+      line += evidence.name + " " + format_value(evidence);
+    }
+    out += fmt::format("  measured: {}\n", line);
+  }
+  for (const std::string& line : postmortem.log_lines) out += fmt::format("  output:   {}\n", line);
+  if (style.verbose) {
+    for (const std::string& reason : postmortem.reasoning) out += fmt::format("  why:      {}\n", reason);
+  }
+  for (std::size_t i = 0; i < postmortem.fix.size(); ++i) {
+    out += fmt::format("  {} {}\n", i == 0 ? "fix:     " : "         ", postmortem.fix[i]);
+  }
+  std::string others;
+  for (const NamedExit& exit : postmortem.exits) {
+    if (!exit.abnormal) continue;
+    if (postmortem.process && exit.pid == postmortem.process->pid) continue;
+    if (!others.empty()) others += "; ";
+    others += fmt::format("{} (pid {}) {}", exit.role, exit.pid, exit.fate);
+  }
+  if (!others.empty()) out += fmt::format("  also:     {}\n", others);
+  for (const std::string& blind : postmortem.could_not_see) {
+    out += fmt::format("  not seen: {}\n", blind);
+  }
+  return out;
+}
+
+nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem, const SupervisionResult& run,
+                                          const std::vector<std::string>& command) {
+  using nlohmann::ordered_json;
+  ordered_json out;
+  out["command"] = command;
+  out["pid"] = run.main_pid;
+  out["exit_code"] = run.exit_code;
+  out["signal"] = WIFSIGNALED(run.wait_status) ? ordered_json(signal_name(WTERMSIG(run.wait_status)))
+                                               : ordered_json(nullptr);
+  out["failed"] = postmortem.needed && !postmortem.stopped;
+  ordered_json verdict;
+  verdict["cause"] = postmortem.needed ? ordered_json(postmortem.cause) : ordered_json(nullptr);
+  verdict["confidence"] = postmortem.confidence;
+  verdict["host_cause"] = postmortem.host_cause;
+  verdict["summary"] = postmortem.summary;
+  verdict["resource"] = postmortem.resource;
+  out["verdict"] = verdict;
+  if (postmortem.process) {
+    const Culprit& process = *postmortem.process;
+    out["process"] = {{"pid", process.pid}, {"role", process.role_id},
+                      {"role_text", process.role}, {"name", process.name},
+                      {"fate", process.fate}};
+  } else {
+    out["process"] = nullptr;
+  }
+  out["evidence"] = ordered_json::array();
+  for (const Evidence& evidence : postmortem.evidence) out["evidence"].push_back(to_json(evidence));
+  out["output_lines"] = postmortem.log_lines;
+  out["reasoning"] = postmortem.reasoning;
+  out["remedy"] = postmortem.fix;
+  out["exits"] = ordered_json::array();
+  for (const NamedExit& exit : postmortem.exits) {
+    out["exits"].push_back({{"pid", exit.pid}, {"role", exit.role}, {"fate", exit.fate},
+                            {"abnormal", exit.abnormal}});
+  }
+  out["forwarded_signals"] = ordered_json::array();
+  for (const ForwardedSignal& sent : run.forwarded) {
+    out["forwarded_signals"].push_back(
+        {{"signal", signal_name(sent.signal)}, {"to", sent.to_group ? "group" : "main"}});
+  }
+  out["stalled"] = run.stall.has_value();
+  out["on_critical"] = run.on_critical ? ordered_json(*run.on_critical) : ordered_json(nullptr);
+  out["output_bytes"] = run.output_bytes;
+  if (run.log) {
+    out["log"] = {{"written_bytes", run.log->written_bytes}, {"lost_bytes", run.log->lost_bytes},
+                  {"rotations", run.log->rotations}, {"error", run.log->last_error}};
+  } else {
+    out["log"] = nullptr;
+  }
+  out["samples"] = run.timeline.samples().size();
+  out["left_running"] = run.left_running;
+  out["could_not_see"] = postmortem.could_not_see;
+  return out;
+}
+
+}  // namespace headroom

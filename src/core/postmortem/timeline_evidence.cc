@@ -1,0 +1,162 @@
+#include "core/postmortem/timeline_evidence.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace headroom {
+
+namespace {
+
+const Sample* last_host(const SupervisionResult& run) {
+  const auto& samples = run.timeline.samples();
+  for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
+    if (it->host) return &*it->host;
+  }
+  return nullptr;
+}
+
+bool path_under(const std::string& path, const std::string& dir) {
+  if (dir.empty() || path.compare(0, dir.size(), dir) != 0) return false;
+  return path.size() == dir.size() || dir.back() == '/' || path[dir.size()] == '/';
+}
+
+// The watched filesystem a failing path is on: the longest watched path that
+// contains it, else one on the same mountpoint, else the first of `role`.
+const FilesystemSample* filesystem_for(const Sample& sample, const std::string& path, FsRole role) {
+  const FilesystemSample* best = nullptr;
+  for (const FilesystemSample& fs : sample.filesystems) {
+    if (!fs.ok) continue;
+    if (!path.empty() && (path_under(path, fs.path) || path_under(path, fs.mountpoint))) {
+      if (best == nullptr || fs.path.size() > best->path.size()) best = &fs;
+    }
+  }
+  if (best != nullptr) return best;
+  for (const FilesystemSample& fs : sample.filesystems) {
+    if (fs.ok && fs.role == role) return &fs;
+  }
+  return nullptr;
+}
+
+// Smallest available bytes of one watched path over the timeline.
+std::uint64_t min_avail(const SupervisionResult& run, const std::string& path) {
+  std::uint64_t lowest = ~std::uint64_t{0};
+  for (const JobSample& sample : run.timeline.samples()) {
+    if (!sample.host) continue;
+    for (const FilesystemSample& fs : sample.host->filesystems) {
+      if (fs.ok && fs.path == path) lowest = std::min(lowest, fs.avail_bytes);
+    }
+  }
+  return lowest;
+}
+
+void filesystem_evidence(const PostmortemInput& input, FsRole role, Postmortem& result) {
+  const Sample* sample = last_host(*input.run);
+  const std::string named = input.diagnosis != nullptr && !input.diagnosis->fields.paths.empty()
+                                ? input.diagnosis->fields.paths.front()
+                                : std::string();
+  if (!named.empty()) result.evidence.push_back({"path", named, ""});
+  if (sample == nullptr) {
+    result.resource = named.empty() ? std::string(to_string(role)) : named;
+    result.could_not_see.push_back("no resource sample was taken before the job ended");
+    return;
+  }
+  const FilesystemSample* fs = filesystem_for(*sample, named, role);
+  if (fs == nullptr) {
+    result.resource = named;
+    result.could_not_see.push_back(
+        fmt::format("{} is not on a watched filesystem (add --dir for it)", named.empty() ? "the path" : named));
+    return;
+  }
+  result.resource = fmt::format("{} ({} on {})", fs->path, fs->fstype, fs->mountpoint);
+  result.evidence.push_back({"filesystem", fs->path, ""});
+  result.evidence.push_back({"free_bytes_at_end", fs->avail_bytes, "bytes"});
+  result.evidence.push_back({"min_free_bytes", min_avail(*input.run, fs->path), "bytes"});
+  result.evidence.push_back({"size_bytes", fs->total_bytes, "bytes"});
+  result.evidence.push_back({"used_percent_at_end", fs->used_percent(), "percent"});
+}
+
+void shm_evidence(const PostmortemInput& input, Postmortem& result) {
+  filesystem_evidence(input, FsRole::kShm, result);
+  std::uint64_t peak_mapped = 0;
+  for (const JobSample& sample : input.run->timeline.samples()) {
+    peak_mapped = std::max(peak_mapped, sample.tree.shmem_bytes);
+  }
+  result.evidence.push_back({"job_shm_mapped_peak_bytes", peak_mapped, "bytes"});
+  if (input.shm_need_bytes) result.evidence.push_back({"shm_need_bytes", *input.shm_need_bytes, "bytes"});
+}
+
+void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& ooms,
+                     std::uint64_t cgroup_kills, Postmortem& result) {
+  if (input.cgroup_path) {
+    result.resource = input.cgroup_limit_bytes
+                          ? fmt::format("memory cgroup {} (limit {})", *input.cgroup_path,
+                                        format_bytes(*input.cgroup_limit_bytes))
+                          : fmt::format("memory cgroup {} (no limit: host memory)", *input.cgroup_path);
+    result.evidence.push_back({"cgroup", *input.cgroup_path, ""});
+  } else {
+    result.resource = "host memory";
+  }
+  if (input.cgroup_limit_bytes) result.evidence.push_back({"cgroup_limit_bytes", *input.cgroup_limit_bytes, "bytes"});
+  if (cgroup_kills > 0) result.evidence.push_back({"cgroup_oom_kills", cgroup_kills, "count"});
+  for (const OomEvent& event : ooms) {
+    result.evidence.push_back({"killed_pid", static_cast<std::int64_t>(event.pid), ""});
+    result.evidence.push_back({"killed_rss_bytes", event.rss_bytes(), "bytes"});
+    result.evidence.push_back({"oom_constraint", std::string(to_string(event.constraint)), ""});
+  }
+  std::uint64_t peak_tree = 0;
+  std::optional<std::uint64_t> min_available;
+  for (const JobSample& sample : input.run->timeline.samples()) {
+    peak_tree = std::max(peak_tree, sample.tree.rss_bytes);
+    if (sample.host && sample.host->memory) {
+      const std::uint64_t available = sample.host->memory->available_bytes;
+      min_available = std::min(min_available.value_or(available), available);
+    }
+  }
+  result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
+  if (min_available) result.evidence.push_back({"host_mem_available_min_bytes", *min_available, "bytes"});
+}
+
+void fd_evidence(const PostmortemInput& input, Postmortem& result) {
+  std::uint64_t peak = 0;
+  std::optional<std::uint64_t> limit;
+  pid_t holder = 0;
+  std::string role;
+  for (const JobSample& sample : input.run->timeline.samples()) {
+    for (const ProcessSample& process : sample.tree.processes) {
+      if (process.fds && *process.fds >= peak) {
+        peak = *process.fds;
+        limit = process.fd_limit;
+        holder = process.identity.pid;
+        role = describe_role(process.identity);
+      }
+    }
+  }
+  result.resource = "open file descriptors (RLIMIT_NOFILE)";
+  if (holder != 0) {
+    result.evidence.push_back({"fds_peak", peak, "count"});
+    result.evidence.push_back({"fds_peak_process", fmt::format("{} (pid {})", role, holder), ""});
+    if (limit) result.evidence.push_back({"fd_limit", *limit, "count"});
+  }
+}
+
+}  // namespace
+
+void add_timeline_evidence(const PostmortemInput& input, const std::vector<OomEvent>& ooms,
+                           std::uint64_t cgroup_kills, Postmortem& result) {
+  if (result.cause == "shm_too_small" || result.cause == "shm_stale") {
+    shm_evidence(input, result);
+  } else if (result.cause == "disk_full") {
+    filesystem_evidence(input, FsRole::kDir, result);
+  } else if (result.cause == "tmp_full") {
+    filesystem_evidence(input, FsRole::kTemp, result);
+  } else if (result.cause == "host_oom") {
+    memory_evidence(input, ooms, cgroup_kills, result);
+  } else if (result.cause == "fd_limit") {
+    fd_evidence(input, result);
+  }
+}
+
+}  // namespace headroom

@@ -1,0 +1,162 @@
+#include "core/supervise/job_sampler.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace headroom {
+
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Context job_context(const Context& context, pid_t main_pid) {
+  Context job = context;
+  job.pid = std::to_string(main_pid);  // its mounts, cgroup and fds, not headroom's
+  return job;
+}
+
+std::size_t timeline_capacity(const SupervisorOptions& options) {
+  const auto interval = std::max<std::int64_t>(options.interval.count(), 1);
+  return static_cast<std::size_t>(std::max<std::int64_t>(options.timeline_window.count() / interval, 8));
+}
+
+bool about_to_run_out(const AlertEvent& event) {
+  return event.kind != AlertKind::kResolved && event.severity == Severity::kCritical &&
+         (event.rule == "checkpoint_space" || event.rule == "filesystem_fill_eta" ||
+          event.rule == "filesystem_usage");
+}
+
+}  // namespace
+
+JobSampler::JobSampler(const Context& context, const SupervisorOptions& options,
+                       const SupervisorHooks& hooks, pid_t main_pid)
+    : context_(context),
+      options_(options),
+      hooks_(hooks),
+      main_pid_(main_pid),
+      last_output_ms_(now_ms()),
+      timeline_(timeline_capacity(options)) {
+  watcher_ = std::make_unique<Watcher>(job_context(context, main_pid), options.watch);
+  tree_ = std::make_unique<ProcessTreeSampler>(context, ::getpid(), main_pid);
+  thread_ = std::thread([this] { loop(); });
+}
+
+JobSampler::~JobSampler() {
+  if (thread_.joinable()) {
+    SupervisionResult ignored;
+    stop(ignored);
+  }
+}
+
+void JobSampler::note_output(bool ends_with_enospc) {
+  last_output_ms_.store(now_ms(), std::memory_order_relaxed);
+  enospc_tail_.store(ends_with_enospc, std::memory_order_relaxed);
+}
+
+void JobSampler::loop() {
+  auto next = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    tick();
+    lock.lock();
+    next += options_.interval;
+    wake_.wait_until(lock, next, [this] { return stopping_; });
+  }
+}
+
+void JobSampler::tick() {
+  JobSample sample;
+  auto step = watcher_->step();
+  if (step) {
+    for (const ProbeStatus& probe : step->sample.probes) {
+      if (!probe.success && !probe.error.empty()) unreadable_.push_back(probe.error);
+    }
+    for (const AlertEvent& event : step->events) {
+      if (hooks_.on_alert) hooks_.on_alert(event);
+      if (alerts_.size() < 256) alerts_.push_back(event);
+    }
+    check_on_critical(step->events);
+    sample.host = std::move(step->sample);
+  }
+  sample.tree = tree_->sample();
+  for (std::string& reason : sample.tree.unreadable) unreadable_.push_back(std::move(reason));
+  sample.tree.unreadable.clear();
+  std::sort(unreadable_.begin(), unreadable_.end());
+  unreadable_.erase(std::unique(unreadable_.begin(), unreadable_.end()), unreadable_.end());
+  if (unreadable_.size() > 32) unreadable_.resize(32);
+  timeline_.add(std::move(sample));
+  check_stall();
+}
+
+void JobSampler::check_on_critical(const std::vector<AlertEvent>& events) {
+  if (!options_.on_critical_signal || on_critical_) return;
+  for (const AlertEvent& event : events) {
+    if (!about_to_run_out(event)) continue;
+    // Only the job's own dirs (--dir), not the temp dir or /dev/shm.
+    const bool job_dir = std::any_of(
+        options_.watch.sample.dirs.begin(), options_.watch.sample.dirs.end(),
+        [&](const std::filesystem::path& dir) { return dir.string() == event.subject; });
+    if (!job_dir) continue;
+    ::kill(main_pid_, *options_.on_critical_signal);
+    on_critical_ = fmt::format("{}: {}", event.rule, event.summary);
+    if (hooks_.on_notice) {
+      hooks_.on_notice(fmt::format("sent {} to the job (pid {}): {}",
+                                   ::sigabbrev_np(*options_.on_critical_signal), main_pid_,
+                                   event.summary));
+    }
+    return;
+  }
+}
+
+void JobSampler::check_stall() {
+  if (stall_ || !enospc_tail_.load(std::memory_order_relaxed)) return;
+  const std::int64_t last = last_output_ms_.load(std::memory_order_relaxed);
+  const std::int64_t silent = now_ms() - last;
+  if (silent < options_.stall_after.count()) return;
+  Stall stall;
+  stall.last_output = std::chrono::system_clock::time_point(std::chrono::milliseconds(last));
+  stall.detected = std::chrono::system_clock::now();
+  stall_ = stall;
+  if (hooks_.on_notice) {
+    hooks_.on_notice(fmt::format(
+        "the job looks stalled: no output for {} and its last output was a 'No space left on "
+        "device' error",
+        format_duration(std::chrono::seconds(silent / 1000))));
+  }
+}
+
+void JobSampler::stop(SupervisionResult& result) {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // One last look at the host now that the job has ended: the cgroup's OOM
+  // counter moves when a worker is killed, often after the last tick. Through
+  // headroom's own /proc view, so it is used only if the cgroup is the job's.
+  if (auto final_sample = take_sample(context_, options_.watch.sample)) {
+    result.final_host = std::move(*final_sample);
+  }
+  result.processes = tree_->seen();
+  result.timeline = std::move(timeline_);
+  result.alerts = std::move(alerts_);
+  result.on_critical = std::move(on_critical_);
+  result.unreadable = std::move(unreadable_);
+  if (stall_) {
+    result.stall = std::move(stall_);
+  }
+}
+
+}  // namespace headroom

@@ -1,0 +1,65 @@
+#include "core/supervise/proc_pid_status.h"
+
+#include <charconv>
+
+namespace headroom {
+
+namespace {
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+template <typename T>
+bool leading_number(std::string_view text, T& value) {
+  text = trim(text);
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end != text.data();
+}
+
+}  // namespace
+
+Result<ProcStatus> parse_proc_status(std::string_view text) {
+  ProcStatus status;
+  bool have_pid = false;
+  while (!text.empty()) {
+    const std::size_t newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, colon);
+    const std::string_view value = line.substr(colon + 1);
+    std::uint64_t number = 0;
+    if (key == "Name") {
+      status.name = std::string(trim(value));
+    } else if (key == "Pid") {
+      have_pid = leading_number(value, status.pid);
+    } else if (key == "PPid") {
+      (void)leading_number(value, status.ppid);
+    } else if (key == "Uid") {
+      (void)leading_number(value, status.uid);
+    } else if (key == "VmRSS" && leading_number(value, number)) {
+      status.rss_bytes = number * 1024;
+    } else if (key == "RssShmem" && leading_number(value, number)) {
+      status.rss_shmem_bytes = number * 1024;
+    } else if (key == "Threads") {
+      (void)leading_number(value, status.threads);
+    }
+  }
+  if (!have_pid) return fail(Error::parse("status: no Pid line"));
+  return status;
+}
+
+Result<ProcStatus> read_proc_status(const Context& context, pid_t pid) {
+  const auto path = context.root.proc(std::to_string(pid) + "/status");
+  auto text = context.root.read(path);
+  if (!text) return fail(text.error());
+  auto status = parse_proc_status(*text);
+  if (!status) return fail(Error::parse(path.string() + ": " + status.error().message));
+  return status;
+}
+
+}  // namespace headroom

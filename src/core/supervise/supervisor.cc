@@ -1,0 +1,266 @@
+#include "core/supervise/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/supervise/job_sampler.h"
+#include "core/supervise/output_ring.h"
+
+namespace headroom {
+
+namespace {
+
+// Signals a user sends to headroom that the job should get. SIGINT and SIGQUIT
+// come from the keyboard, which would reach the whole foreground group when the
+// job runs directly, so they go to the job's process group; the others go to
+// the job's main process, as `kill <pid>` of the job would.
+constexpr std::array kForwarded = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
+bool to_group(int signal) { return signal == SIGINT || signal == SIGQUIT; }
+
+// Restores the signal mask and SIGPIPE disposition on every path out.
+class SignalScope {
+ public:
+  SignalScope() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (const int signal : kForwarded) sigaddset(&set, signal);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGWINCH);
+    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+    fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    // A closed stdout must not kill headroom: the job gets EPIPE instead (see below).
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old_pipe_);
+  }
+  ~SignalScope() {
+    if (fd_ >= 0) ::close(fd_);
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+    ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+  [[nodiscard]] int fd() const { return fd_; }
+
+ private:
+  sigset_t previous_{};
+  struct sigaction old_pipe_ {};
+  int fd_ = -1;
+};
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
+    if (wrote < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd wait{fd, POLLOUT, 0};
+        (void)::poll(&wait, 1, -1);
+        continue;
+      }
+      return false;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+  return true;
+}
+
+// One captured stream: where it comes from and where it goes.
+struct Stream {
+  int source = -1;
+  int sink = -1;
+  bool sink_broken = false;
+};
+
+constexpr std::size_t kTailBytes = 2048;
+
+}  // namespace
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+bool mentions_enospc(std::string_view text) {
+  static constexpr std::string_view kMarkers[] = {"No space left on device", "[Errno 28]",
+                                                  "ENOSPC", "file write failed"};
+  return std::any_of(std::begin(kMarkers), std::end(kMarkers), [&](std::string_view marker) {
+    return text.find(marker) != std::string_view::npos;
+  });
+}
+
+Result<SupervisionResult> supervise(const Context& context, const SupervisorOptions& options,
+                                    const SupervisorHooks& hooks) {
+  // Orphans of the job (workers whose parent died, daemonised helpers) are
+  // re-parented to headroom instead of init, so their exits are ours to see.
+  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  SignalScope signals;  // before any thread starts, so all of them block these
+  if (signals.fd() < 0) return fail(Error::from_errno(errno, "signalfd"));
+
+  std::unique_ptr<RotatingLog> log;
+  if (options.log) {
+    auto opened = RotatingLog::open(*options.log);
+    if (!opened) return fail(opened.error());
+    log = std::move(*opened);
+  }
+  auto spawned = spawn_job(options.spawn);
+  if (!spawned) {
+    if (log) (void)log->close();
+    return fail(spawned.error());
+  }
+  const SpawnedJob job = *spawned;
+
+  SupervisionResult result;
+  result.main_pid = job.pid;
+  result.mode = job.mode;
+  OutputRing ring(options.ring_bytes);
+  JobSampler sampler(context, options, hooks, job.pid);
+
+  std::array<Stream, 2> streams{{{job.stdout_fd, options.stdout_fd, false},
+                                 {job.stderr_fd, options.stderr_fd, false}}};
+  for (const Stream& stream : streams) {
+    if (stream.source >= 0) (void)::fcntl(stream.source, F_SETFL, O_NONBLOCK);
+  }
+  std::vector<char> buffer(256 * 1024);
+  bool main_exited = false;
+  bool children_left = true;
+  std::chrono::steady_clock::time_point deadline{};
+
+  const auto forward = [&](int signal) {
+    const bool group = to_group(signal) || main_exited;
+    ::kill(group ? -job.pid : job.pid, signal);
+    result.forwarded.push_back({signal, std::chrono::system_clock::now(), group});
+  };
+  const auto reap = [&] {
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid == 0) return;
+      if (pid < 0) {
+        if (errno == ECHILD) children_left = false;
+        return;
+      }
+      result.exits.push_back({pid, status, std::chrono::system_clock::now()});
+      if (pid == job.pid) {
+        main_exited = true;
+        result.wait_status = status;
+        deadline = std::chrono::steady_clock::now() + options.grace;
+      }
+    }
+  };
+  std::string tail;  // the last kTailBytes of output, for the ENOSPC stall rule
+  // Reads one chunk and passes it on; false when nothing was read.
+  const auto pump = [&](Stream& stream) {
+    const ssize_t got = ::read(stream.source, buffer.data(), buffer.size());
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
+    if (got <= 0) {  // EOF, or EIO on a pty whose last writer closed
+      ::close(stream.source);
+      stream.source = -1;
+      return false;
+    }
+    const std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
+    if (!stream.sink_broken && !write_all(stream.sink, chunk)) {
+      // Our stdout was closed (`| head`): stop reading so the job gets EPIPE
+      // on its next write, as it would without headroom.
+      stream.sink_broken = true;
+      ::close(stream.source);
+      stream.source = -1;
+    }
+    ring.append(chunk);
+    if (log) log->write(chunk);
+    if (hooks.on_output) hooks.on_output(chunk);
+    tail.append(chunk.size() > kTailBytes ? chunk.substr(chunk.size() - kTailBytes) : chunk);
+    if (tail.size() > 2 * kTailBytes) tail.erase(0, tail.size() - kTailBytes);
+    sampler.note_output(mentions_enospc(tail));
+    return true;
+  };
+
+  for (;;) {
+    std::array<pollfd, 3> fds{};
+    nfds_t count = 0;
+    std::array<Stream*, 3> owner{};
+    for (Stream& stream : streams) {
+      if (stream.source < 0) continue;
+      owner[count] = &stream;
+      fds[count++] = {stream.source, POLLIN, 0};
+    }
+    const nfds_t signal_slot = count;
+    fds[count++] = {signals.fd(), POLLIN, 0};
+    int timeout = -1;
+    if (main_exited) {
+      const bool outputs_open = signal_slot > 0;
+      if ((!outputs_open && !children_left) || std::chrono::steady_clock::now() >= deadline) break;
+      timeout = static_cast<int>(std::max<std::int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                 .count()));
+      if (!outputs_open) timeout = std::min(timeout, 50);  // poll for the last orphans
+    }
+    const int ready = ::poll(fds.data(), count, timeout);
+    if (ready < 0 && errno != EINTR) break;
+    for (nfds_t i = 0; i < signal_slot; ++i) {
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) (void)pump(*owner[i]);
+    }
+    bool child_changed = main_exited;
+    if ((fds[signal_slot].revents & POLLIN) != 0) {
+      signalfd_siginfo info{};
+      while (::read(signals.fd(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        const int signal = static_cast<int>(info.ssi_signo);
+        if (signal == SIGCHLD) {  // coalesced: reap everything below
+          child_changed = true;
+          continue;
+        }
+        if (signal == SIGWINCH) {
+          copy_window_size(options.spawn.terminal_fd, job.pty_master);
+          continue;
+        }
+        forward(signal);
+      }
+    }
+    if (child_changed) reap();
+    if (main_exited && !children_left) {
+      // Nothing can write any more: drain what is buffered and stop.
+      for (Stream& stream : streams) {
+        while (stream.source >= 0 && pump(stream)) {
+        }
+      }
+    }
+  }
+  for (Stream& stream : streams) {
+    if (stream.source >= 0) ::close(stream.source);
+  }
+  if (job.foreground) take_back_foreground(STDIN_FILENO);
+  sampler.stop(result);
+  reap();
+  // Still-running processes of the job (orphans that outlived the grace).
+  for (const auto& [pid, identity] : result.processes) {
+    if (pid != job.pid && ::kill(pid, 0) == 0 &&
+        std::none_of(result.exits.begin(), result.exits.end(),
+                     [pid = pid](const ProcessExit& exit) { return exit.pid == pid; })) {
+      result.left_running.push_back(pid);
+    }
+  }
+  result.exit_code = exit_code_of(result.wait_status);
+  result.output_tail = ring.contents();
+  result.output_bytes = ring.total_bytes();
+  if (result.stall) {
+    const std::size_t keep = std::min<std::size_t>(result.output_tail.size(), kTailBytes);
+    result.stall->last_lines = result.output_tail.substr(result.output_tail.size() - keep);
+  }
+  if (log) result.log = log->close();
+  return result;
+}
+
+}  // namespace headroom

@@ -1,0 +1,105 @@
+#pragma once
+// `headroom run`'s engine: starts the job, passes its output through unchanged
+// while keeping the tail, forwards signals, reaps every process of the tree
+// (headroom is a child subreaper), samples host and tree at a steady interval,
+// raises live alerts, detects an ENOSPC stall, and returns everything the
+// post-mortem needs. It prints nothing itself: the hooks do.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/alerts/watcher.h"
+#include "core/context.h"
+#include "core/error.h"
+#include "core/supervise/rotating_log.h"
+#include "core/supervise/spawn.h"
+#include "core/supervise/timeline.h"
+
+namespace headroom {
+
+/// How to supervise.
+struct SupervisorOptions {
+  SpawnOptions spawn;
+  int stdout_fd = 1;  ///< where the job's stdout goes
+  int stderr_fd = 2;  ///< where its stderr goes
+  std::size_t ring_bytes = 4u << 20;  ///< output kept for the post-mortem
+  std::optional<RotatingLogOptions> log;
+  std::chrono::milliseconds interval{1000};
+  std::chrono::milliseconds timeline_window{std::chrono::minutes(10)};
+  /// No output for this long, while the last output mentions ENOSPC: stalled.
+  std::chrono::milliseconds stall_after{std::chrono::minutes(5)};
+  /// After the job's main process exits, how long to wait for the rest of its tree.
+  std::chrono::milliseconds grace{2000};
+  WatchOptions watch;  ///< host sampling and alert rules (the same as `watch`)
+  /// Sent once to the job when the checkpoint disk (a --dir) is about to run out.
+  std::optional<int> on_critical_signal;
+};
+
+/// Callbacks; on_alert and on_notice run on the sampler thread.
+struct SupervisorHooks {
+  std::function<void(std::string_view)> on_output;  ///< every output chunk, in order
+  std::function<void(const AlertEvent&)> on_alert;
+  std::function<void(const std::string&)> on_notice;
+};
+
+/// An exit headroom saw itself (the main process, or an orphan it reaped).
+struct ProcessExit {
+  pid_t pid = 0;
+  int wait_status = 0;  ///< as waitpid(2) returns it
+  std::chrono::system_clock::time_point time;
+};
+
+/// The job stopped producing output after an ENOSPC message.
+struct Stall {
+  std::chrono::system_clock::time_point last_output;
+  std::chrono::system_clock::time_point detected;
+  std::string last_lines;  ///< the end of the output
+};
+
+/// A signal headroom received and passed to the job.
+struct ForwardedSignal {
+  int signal = 0;
+  std::chrono::system_clock::time_point time;
+  bool to_group = false;
+};
+
+/// Everything known when supervision ends.
+struct SupervisionResult {
+  pid_t main_pid = 0;
+  int wait_status = 0;
+  int exit_code = 0;  ///< the status, or 128 + signal
+  CaptureMode mode = CaptureMode::kPipe;
+  std::vector<ProcessExit> exits;
+  std::map<pid_t, ProcessIdentity> processes;  ///< every process of the tree seen by a sample
+  Timeline timeline{1};
+  std::optional<Sample> final_host;  ///< one host sample after the job ended (same cgroup only)
+  std::vector<ForwardedSignal> forwarded;
+  std::optional<std::string> on_critical;  ///< why the --on-critical signal was sent
+  std::optional<Stall> stall;
+  std::vector<AlertEvent> alerts;
+  std::string output_tail;
+  std::uint64_t output_bytes = 0;
+  std::optional<RotatingLogStats> log;
+  std::vector<pid_t> left_running;  ///< processes of the job still alive when headroom returned
+  std::vector<std::string> unreadable;  ///< what sampling could not see (deduplicated)
+};
+
+/// Runs the job to completion. Errors: the command could not be started.
+[[nodiscard]] Result<SupervisionResult> supervise(const Context& context,
+                                                  const SupervisorOptions& options,
+                                                  const SupervisorHooks& hooks);
+
+/// The exit code a shell reports for a wait status: the code, or 128 + signal.
+[[nodiscard]] int exit_code_of(int wait_status);
+
+/// True when `text` mentions running out of space (ENOSPC, errno 28).
+[[nodiscard]] bool mentions_enospc(std::string_view text);
+
+}  // namespace headroom
