@@ -12,8 +12,8 @@ namespace {
 constexpr std::array kCommands = {
     Command{"check", "preflight: find every host resource that would kill a training job",
             setup_check},
-    Command{"run", "supervise a training command: warn before the host runs out, say why it died",
-            setup_run},
+    Command{"watch", "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics",
+            setup_watch},
 };
 
 int main_impl(int argc, char** argv) {

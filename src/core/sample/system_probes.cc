@@ -1,0 +1,77 @@
+// The per-host probes of a sample: meminfo, PSI, the memory cgroup, vmstat's
+// OOM-kill counter and open fds. Each reuses the probe parser under
+// core/probes/ and only copies the numbers `watch` follows.
+
+#include <fmt/format.h>
+
+#include "core/probes/cgroup.h"
+#include "core/probes/meminfo.h"
+#include "core/probes/pressure.h"
+#include "core/sample/sample_probes.h"
+#include "core/sample/vmstat.h"
+
+namespace headroom {
+
+void sample_memory(const Context& context, Sample& sample) {
+  run_probe(context, sample, "meminfo", [&]() -> Result<void> {
+    return read_meminfo(context).map([&](const Meminfo& meminfo) {
+      sample.memory = MemorySample{meminfo.total_bytes, meminfo.available_bytes,
+                                   meminfo.swap_total_bytes, meminfo.swap_free_bytes};
+    });
+  });
+}
+
+void sample_pressure(const Context& context, Sample& sample) {
+  run_probe(context, sample, "pressure", [&]() -> Result<void> {
+    return read_pressure(context, "memory").and_then([&](const Pressure& pressure) -> Result<void> {
+      if (!pressure.full) {
+        return fail(Error{Error::Code::kUnsupported, "memory PSI has no \"full\" line"});
+      }
+      sample.pressure = PressureSample{pressure.some.avg10, pressure.full->avg10,
+                                       pressure.full->total_us};
+      return {};
+    });
+  });
+}
+
+void sample_cgroup(const Context& context, Sample& sample) {
+  run_probe(context, sample, "cgroup", [&]() -> Result<void> {
+    return read_memory_cgroup(context, context.pid).map([&](const MemoryCgroup& cgroup) {
+      sample.cgroup = CgroupSample{cgroup.path, cgroup.effective_limit_bytes, cgroup.usage_bytes,
+                                   cgroup.oom_kills.value_or(0)};
+    });
+  });
+}
+
+void sample_vmstat(const Context& context, Sample& sample) {
+  run_probe(context, sample, "vmstat", [&]() -> Result<void> {
+    return read_vmstat(context).and_then([&](const Vmstat& vmstat) -> Result<void> {
+      if (!vmstat.oom_kill) {
+        return fail(Error{Error::Code::kUnsupported, "vmstat has no oom_kill (Linux < 4.13)"});
+      }
+      sample.system_oom_kills = vmstat.oom_kill;
+      return {};
+    });
+  });
+}
+
+void sample_fds(const Context& context, Sample& sample) {
+  run_probe(context, sample, "fds", [&]() -> Result<void> {
+    const std::filesystem::path directory = context.process_file("fd");
+    std::error_code error;
+    std::uint64_t open = 0;
+    for (std::filesystem::directory_iterator entry(directory, error), end;
+         !error && entry != end; entry.increment(error)) {
+      ++open;
+    }
+    if (error) return fail(Error::from_errno(error.value(), directory.string()));
+    // Counting through a directory fd of our own adds one entry that is not the job's.
+    if (context.pid == "self" && open > 0) --open;
+    const auto limit = context.syscalls->open_files_limit();
+    if (!limit) return fail(limit.error());
+    sample.fds = FdSample{open, limit->soft};
+    return {};
+  });
+}
+
+}  // namespace headroom

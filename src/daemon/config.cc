@@ -1,0 +1,313 @@
+#include "daemon/config.h"
+
+#include <csignal>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "core/units.h"
+
+namespace headroom::daemon {
+
+std::string_view to_string(SinkKind kind) {
+  switch (kind) {
+    case SinkKind::kStderr:
+      return "stderr";
+    case SinkKind::kJsonl:
+      return "jsonl";
+    case SinkKind::kWebhook:
+      return "webhook";
+    case SinkKind::kSlack:
+      return "slack";
+    case SinkKind::kWecom:
+      return "wecom";
+    case SinkKind::kFeishu:
+      return "feishu";
+    case SinkKind::kExec:
+      return "exec";
+    case SinkKind::kSignal:
+      return "signal";
+  }
+  return "stderr";
+}
+
+namespace {
+
+/// Turns a node into a value or an Error "<source>:<line>: <key>: <reason>".
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  [[nodiscard]] Error error(const toml::node& node, std::string_view key,
+                            std::string_view reason) const {
+    return Error::invalid(
+        fmt::format("{}:{}: {}: {}", source_, node.source().begin.line, key, reason));
+  }
+  [[nodiscard]] Result<std::string> string(const toml::node& node, std::string_view key) const {
+    if (const auto* value = node.as_string()) return value->get();
+    return fail(error(node, key, "expected a string"));
+  }
+  [[nodiscard]] Result<double> number(const toml::node& node, std::string_view key) const {
+    if (const auto* value = node.as_floating_point()) return value->get();
+    if (const auto* value = node.as_integer()) return static_cast<double>(value->get());
+    return fail(error(node, key, "expected a number"));
+  }
+  [[nodiscard]] Result<bool> boolean(const toml::node& node, std::string_view key) const {
+    if (const auto* value = node.as_boolean()) return value->get();
+    return fail(error(node, key, "expected true or false"));
+  }
+  /// "5s", "250ms", or a bare number of seconds.
+  [[nodiscard]] Result<std::chrono::milliseconds> duration(const toml::node& node,
+                                                           std::string_view key) const {
+    if (const auto* value = node.as_string()) {
+      auto parsed = parse_duration(value->get());
+      if (!parsed) return fail(error(node, key, parsed.error().message));
+      return *parsed;
+    }
+    if (auto seconds = number(node, key)) {
+      return std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000));
+    }
+    return fail(error(node, key, "expected a duration such as \"5s\""));
+  }
+  [[nodiscard]] Result<std::uint64_t> size(const toml::node& node, std::string_view key) const {
+    if (const auto* value = node.as_integer()) {
+      if (value->get() < 0) return fail(error(node, key, "must not be negative"));
+      return static_cast<std::uint64_t>(value->get());
+    }
+    const auto text = string(node, key);
+    if (!text) return fail(error(node, key, "expected a size such as \"20GiB\""));
+    auto parsed = parse_size(*text);
+    if (!parsed) return fail(error(node, key, parsed.error().message));
+    return *parsed;
+  }
+  /// A string or an array of strings.
+  [[nodiscard]] Result<std::vector<std::string>> strings(const toml::node& node,
+                                                         std::string_view key) const {
+    if (const auto* value = node.as_string()) return std::vector<std::string>{value->get()};
+    const auto* array = node.as_array();
+    if (array == nullptr) return fail(error(node, key, "expected a string or a list of strings"));
+    std::vector<std::string> values;
+    for (const toml::node& item : *array) {
+      auto text = string(item, key);
+      if (!text) return fail(text.error());
+      values.push_back(*text);
+    }
+    return values;
+  }
+
+ private:
+  const std::string& source_;
+};
+
+std::chrono::seconds whole_seconds(std::chrono::milliseconds duration) {
+  return std::chrono::duration_cast<std::chrono::seconds>(duration);
+}
+
+Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertConfig& alerts) {
+  for (const auto& [raw_key, node] : table) {
+    const std::string_view key = raw_key.str();
+    Result<void> applied;
+    const auto set_number = [&](double& target) {
+      return reader.number(node, key).map([&](double value) { target = value; });
+    };
+    const auto set_seconds = [&](std::chrono::seconds& target) {
+      return reader.duration(node, key).map(
+          [&](std::chrono::milliseconds value) { target = whole_seconds(value); });
+    };
+    if (key == "warn_percent") {
+      applied = set_number(alerts.warn_percent);
+    } else if (key == "critical_percent") {
+      applied = set_number(alerts.critical_percent);
+    } else if (key == "clear_margin_percent") {
+      applied = set_number(alerts.usage_clear_margin);
+    } else if (key == "eta_horizon") {
+      applied = set_seconds(alerts.eta_horizon);
+    } else if (key == "eta_clear_factor") {
+      applied = set_number(alerts.eta_clear_factor);
+    } else if (key == "psi_full_percent") {
+      applied = set_number(alerts.psi_full_threshold);
+    } else if (key == "psi_for") {
+      applied = set_seconds(alerts.psi_for);
+    } else if (key == "oom_quiet") {
+      applied = set_seconds(alerts.oom_quiet);
+    } else if (key == "repeat_interval") {
+      applied = set_seconds(alerts.repeat_interval);
+    } else if (key == "clear_samples") {
+      applied = reader.number(node, key).map(
+          [&](double value) { alerts.clear_samples = static_cast<int>(value); });
+    } else if (key == "ckpt_size") {
+      applied = reader.size(node, key).map(
+          [&](std::uint64_t value) { alerts.checkpoint_bytes = value; });
+    } else if (key == "keep") {
+      applied = reader.size(node, key).map([&](std::uint64_t value) { alerts.keep = value; });
+    } else {
+      return fail(reader.error(node, key, "unknown key in [alerts]"));
+    }
+    if (!applied) return applied;
+  }
+  return {};
+}
+
+Result<void> apply_sinks(const Reader& reader, const toml::table& table, DaemonConfig& config) {
+  static constexpr std::pair<std::string_view, SinkKind> kKinds[] = {
+      {"jsonl", SinkKind::kJsonl},   {"webhook", SinkKind::kWebhook}, {"slack", SinkKind::kSlack},
+      {"wecom", SinkKind::kWecom},   {"feishu", SinkKind::kFeishu},   {"exec", SinkKind::kExec},
+      {"signal", SinkKind::kSignal}};
+  for (const auto& [raw_key, node] : table) {
+    const std::string_view key = raw_key.str();
+    if (key == "stderr") {
+      auto enabled = reader.boolean(node, key);
+      if (!enabled) return fail(enabled.error());
+      config.stderr_alerts = *enabled;
+      continue;
+    }
+    const auto* kind = std::find_if(std::begin(kKinds), std::end(kKinds),
+                                    [&](const auto& entry) { return entry.first == key; });
+    if (kind == std::end(kKinds)) return fail(reader.error(node, key, "unknown sink in [sinks]"));
+    auto targets = reader.strings(node, key);
+    if (!targets) return fail(targets.error());
+    for (const std::string& target : *targets) {
+      SinkSpec sink{kind->second, target};
+      if (auto valid = validate(sink); !valid) {
+        return fail(reader.error(node, key, valid.error().message));
+      }
+      config.sinks.push_back(std::move(sink));
+    }
+  }
+  return {};
+}
+
+Result<void> apply_delivery(const Reader& reader, const toml::table& table,
+                            DeliveryOptions& delivery) {
+  for (const auto& [raw_key, node] : table) {
+    const std::string_view key = raw_key.str();
+    Result<void> applied;
+    if (key == "timeout") {
+      applied = reader.duration(node, key).map([&](auto value) { delivery.timeout = value; });
+    } else if (key == "backoff") {
+      applied = reader.duration(node, key).map([&](auto value) { delivery.backoff = value; });
+    } else if (key == "retries") {
+      applied = reader.size(node, key).map(
+          [&](std::uint64_t value) { delivery.retries = static_cast<int>(value); });
+    } else if (key == "queue") {
+      applied = reader.size(node, key).map(
+          [&](std::uint64_t value) { delivery.queue_capacity = static_cast<std::size_t>(value); });
+    } else {
+      return fail(reader.error(node, key, "unknown key in [delivery]"));
+    }
+    if (!applied) return applied;
+  }
+  return {};
+}
+
+Result<void> apply_top(const Reader& reader, const toml::table& root, DaemonConfig& config) {
+  for (const auto& [raw_key, node] : root) {
+    const std::string_view key = raw_key.str();
+    Result<void> applied;
+    if (key == "interval") {
+      applied = reader.duration(node, key).map([&](auto value) { config.interval = value; });
+    } else if (key == "window") {
+      applied = reader.duration(node, key).map([&](auto value) { config.watch.window = value; });
+    } else if (key == "listen") {
+      applied = reader.string(node, key).map([&](std::string value) {
+        config.listen = std::move(value);
+      });
+    } else if (key == "dirs") {
+      applied = reader.strings(node, key).map([&](const std::vector<std::string>& dirs) {
+        config.watch.sample.dirs.assign(dirs.begin(), dirs.end());
+      });
+    } else if (key == "temp_dir") {
+      applied = reader.boolean(node, key).map([&](bool value) { config.watch.sample.temp_dir = value; });
+    } else if (key == "shm") {
+      applied = reader.boolean(node, key).map([&](bool value) { config.watch.sample.shm = value; });
+    } else if (key == "shm_stale") {
+      applied =
+          reader.boolean(node, key).map([&](bool value) { config.watch.sample.shm_stale = value; });
+    } else if (key == "alerts" || key == "sinks" || key == "delivery") {
+      const auto* table = node.as_table();
+      if (table == nullptr) return fail(reader.error(node, key, "expected a table"));
+      if (key == "alerts") applied = apply_alerts(reader, *table, config.watch.alerts);
+      if (key == "sinks") applied = apply_sinks(reader, *table, config);
+      if (key == "delivery") applied = apply_delivery(reader, *table, config.delivery);
+    } else {
+      return fail(reader.error(node, key, "unknown key"));
+    }
+    if (!applied) return applied;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> apply_toml(std::string_view text, const std::string& source, DaemonConfig& config) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    return fail(Error::invalid(fmt::format("{}:{}: {}", source, error.source().begin.line,
+                                           error.description())));
+  }
+  DaemonConfig updated = config;
+  if (auto applied = apply_top(Reader(source), root, updated); !applied) return applied;
+  if (auto valid = validate(updated); !valid) {
+    return fail(Error::invalid(fmt::format("{}: {}", source, valid.error().message)));
+  }
+  config = std::move(updated);
+  return {};
+}
+
+Result<void> validate(const SinkSpec& sink) {
+  switch (sink.kind) {
+    case SinkKind::kStderr:
+      return {};
+    case SinkKind::kJsonl:
+      if (sink.target.empty()) return fail(Error::invalid("jsonl needs a file path"));
+      return {};
+    case SinkKind::kWebhook:
+    case SinkKind::kSlack:
+    case SinkKind::kWecom:
+    case SinkKind::kFeishu:
+      if (sink.target.rfind("http://", 0) != 0 && sink.target.rfind("https://", 0) != 0) {
+        return fail(Error::invalid(fmt::format("'{}' is not an http(s) URL", sink.target)));
+      }
+      return {};
+    case SinkKind::kExec:
+      if (sink.target.empty()) return fail(Error::invalid("exec needs a command"));
+      return {};
+    case SinkKind::kSignal: {
+      const std::size_t colon = sink.target.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == sink.target.size() ||
+          sink.target.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+        return fail(Error::invalid(
+            fmt::format("'{}' is not SIGNAL:PID (e.g. USR1:1234)", sink.target)));
+      }
+      return {};
+    }
+  }
+  return {};
+}
+
+Result<void> validate(const DaemonConfig& config) {
+  if (config.interval < std::chrono::milliseconds(50)) {
+    return fail(Error::invalid("interval must be at least 50ms"));
+  }
+  if (config.watch.window < config.interval * 2) {
+    return fail(Error::invalid("window must hold at least two intervals"));
+  }
+  if (auto valid = validate(config.watch.alerts); !valid) return valid;
+  if (config.delivery.queue_capacity == 0) return fail(Error::invalid("queue must be >= 1"));
+  if (config.delivery.retries < 0) return fail(Error::invalid("retries must be >= 0"));
+  for (const SinkSpec& sink : config.sinks) {
+    if (auto valid = validate(sink); !valid) return valid;
+  }
+  return {};
+}
+
+Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& config) {
+  const SysRoot host("/");
+  auto text = host.read(path);
+  if (!text) return fail(text.error());
+  return apply_toml(*text, path.string(), config);
+}
+
+}  // namespace headroom::daemon

@@ -1,0 +1,227 @@
+#include "daemon/metrics.h"
+
+#include <set>
+
+namespace headroom::daemon {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+/// Builds families in a fixed order; a family without any sample is left out.
+class Families {
+ public:
+  MetricFamily& family(const std::string& name, const std::string& help,
+                       MetricType type = MetricType::Gauge) {
+    for (MetricFamily& family : families_) {
+      if (family.name == name) return family;
+    }
+    families_.push_back({name, help, type, {}});
+    return families_.back();
+  }
+  void gauge(const std::string& name, const std::string& help, Labels labels, double value) {
+    ClientMetric metric;
+    metric.label = std::move(labels);
+    metric.gauge.value = value;
+    family(name, help).metric.push_back(std::move(metric));
+  }
+  void counter(const std::string& name, const std::string& help, Labels labels, double value) {
+    ClientMetric metric;
+    metric.label = std::move(labels);
+    metric.counter.value = value;
+    family(name, help, MetricType::Counter).metric.push_back(std::move(metric));
+  }
+  std::vector<MetricFamily> take() {
+    std::vector<MetricFamily> result;
+    for (MetricFamily& family : families_) {
+      if (!family.metric.empty()) result.push_back(std::move(family));
+    }
+    return result;
+  }
+
+ private:
+  std::vector<MetricFamily> families_;
+};
+
+void filesystem_metrics(const WatchStep& step, Families& out) {
+  std::set<std::string> shm_seen;
+  for (const FilesystemSample& filesystem : step.sample.filesystems) {
+    const std::string role(to_string(filesystem.role));
+    out.gauge("headroom_filesystem_up",
+              "1 when the watched path could be measured, 0 when it vanished or failed",
+              {{"path", filesystem.path}, {"role", role}}, filesystem.ok ? 1 : 0);
+    if (!filesystem.ok) continue;
+    const Labels labels = {{"path", filesystem.path},
+                           {"mountpoint", filesystem.mountpoint},
+                           {"fstype", filesystem.fstype},
+                           {"role", role}};
+    const double avail = static_cast<double>(filesystem.avail_bytes);
+    const double size = static_cast<double>(filesystem.total_bytes);
+    out.gauge("headroom_filesystem_avail_bytes", "Bytes an unprivileged writer can still write",
+              labels, avail);
+    out.gauge("headroom_filesystem_size_bytes", "Size of the filesystem in bytes", labels, size);
+    out.gauge("headroom_filesystem_files", "Inodes of the filesystem", labels,
+              static_cast<double>(filesystem.total_inodes));
+    out.gauge("headroom_filesystem_files_free", "Free inodes of the filesystem", labels,
+              static_cast<double>(filesystem.avail_inodes));
+    const FillEstimate* estimate = step.predictions.filesystem(filesystem.path);
+    if (estimate != nullptr && estimate->rate) {
+      out.gauge("headroom_filesystem_fill_rate_bytes_per_second",
+                "Theil-Sen rate at which free space shrinks over the window (negative: freeing)",
+                labels, -*estimate->rate);
+    }
+    if (estimate != nullptr && estimate->eta_seconds) {
+      out.gauge("headroom_filesystem_fill_eta_seconds",
+                "Predicted seconds until the filesystem is full; absent when not filling", labels,
+                *estimate->eta_seconds);
+    }
+    // /dev/shm again under its own family: the usual mountpoint!~"^/dev" and
+    // fstype!="tmpfs" selectors of node_exporter dashboards drop it otherwise.
+    if (filesystem.role == FsRole::kShm && shm_seen.insert(filesystem.path).second) {
+      const Labels shm = {{"path", filesystem.path}, {"fstype", filesystem.fstype}};
+      out.gauge("headroom_shm_avail_bytes", "Bytes still free in /dev/shm", shm, avail);
+      out.gauge("headroom_shm_size_bytes", "Size of /dev/shm in bytes", shm, size);
+      if (estimate != nullptr && estimate->eta_seconds) {
+        out.gauge("headroom_shm_fill_eta_seconds", "Predicted seconds until /dev/shm is full",
+                  shm, *estimate->eta_seconds);
+      }
+    }
+  }
+}
+
+void host_metrics(const Sample& sample, const Predictions& predictions, Families& out) {
+  if (sample.shm_stale_bytes) {
+    out.gauge("headroom_shm_stale_bytes",
+              "Bytes of /dev/shm files no process holds open or mapped", {},
+              static_cast<double>(*sample.shm_stale_bytes));
+  }
+  if (sample.memory) {
+    out.gauge("headroom_memory_total_bytes", "MemTotal", {},
+              static_cast<double>(sample.memory->total_bytes));
+    out.gauge("headroom_memory_available_bytes", "MemAvailable", {},
+              static_cast<double>(sample.memory->available_bytes));
+    out.gauge("headroom_swap_total_bytes", "SwapTotal", {},
+              static_cast<double>(sample.memory->swap_total_bytes));
+    out.gauge("headroom_swap_free_bytes", "SwapFree", {},
+              static_cast<double>(sample.memory->swap_free_bytes));
+    if (predictions.memory && predictions.memory->eta_seconds) {
+      out.gauge("headroom_memory_fill_eta_seconds",
+                "Predicted seconds until available memory (capped by the cgroup) runs out", {},
+                *predictions.memory->eta_seconds);
+    }
+  }
+  if (sample.pressure) {
+    out.gauge("headroom_memory_psi_some_avg10",
+              "Percent of the last 10s some task stalled on memory", {},
+              sample.pressure->some_avg10);
+    out.gauge("headroom_memory_psi_full_avg10",
+              "Percent of the last 10s all non-idle tasks stalled on memory", {},
+              sample.pressure->full_avg10);
+    out.counter("headroom_memory_psi_full_seconds_total",
+                "Total time all non-idle tasks stalled on memory", {},
+                static_cast<double>(sample.pressure->full_total_us) / 1e6);
+  }
+  if (sample.cgroup) {
+    const Labels labels = {{"cgroup", sample.cgroup->path}};
+    if (sample.cgroup->limit_bytes) {
+      out.gauge("headroom_cgroup_memory_limit_bytes", "Effective memory limit of the cgroup",
+                labels, static_cast<double>(*sample.cgroup->limit_bytes));
+    }
+    out.gauge("headroom_cgroup_memory_usage_bytes", "Memory charged to the cgroup", labels,
+              static_cast<double>(sample.cgroup->usage_bytes));
+    out.counter("headroom_oom_kills_total", "Processes killed by the OOM killer",
+                {{"scope", "cgroup"}, {"cgroup", sample.cgroup->path}},
+                static_cast<double>(sample.cgroup->oom_kills));
+  }
+  if (sample.system_oom_kills) {
+    out.counter("headroom_oom_kills_total", "Processes killed by the OOM killer",
+                {{"scope", "system"}, {"cgroup", ""}},
+                static_cast<double>(*sample.system_oom_kills));
+  }
+  if (sample.fds) {
+    out.gauge("headroom_fds_open", "Open file descriptors of the watched process", {},
+              static_cast<double>(sample.fds->open));
+    if (sample.fds->limit != Limit::kUnlimited) {
+      out.gauge("headroom_fds_limit", "RLIMIT_NOFILE soft limit", {},
+                static_cast<double>(sample.fds->limit));
+    }
+  }
+  for (const ProbeStatus& probe : sample.probes) {
+    out.gauge("headroom_probe_success", "1 when the probe succeeded in the last sample",
+              {{"probe", probe.probe}}, probe.success ? 1 : 0);
+    out.gauge("headroom_probe_duration_seconds", "Time the probe took in the last sample",
+              {{"probe", probe.probe}}, probe.duration_seconds);
+  }
+}
+
+void sink_metrics(const std::vector<SinkStats>& sinks, Families& out) {
+  for (const SinkStats& sink : sinks) {
+    const Labels labels = {{"sink", sink.sink}};
+    out.counter("headroom_alert_sink_sent_total", "Alert events delivered", labels,
+                static_cast<double>(sink.sent));
+    out.counter("headroom_alert_sink_failed_total", "Alert events given up after retries",
+                labels, static_cast<double>(sink.failed));
+    out.counter("headroom_alert_sink_dropped_total", "Alert events dropped: the sink's queue was full",
+                labels, static_cast<double>(sink.dropped));
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
+  Families out;
+  filesystem_metrics(snapshot.step, out);
+  host_metrics(snapshot.step.sample, snapshot.step.predictions, out);
+  std::map<std::pair<std::string, std::string>, int> firing;
+  for (const auto& [key, alert] : snapshot.active) {
+    ++firing[{alert.last.rule, std::string(to_string(alert.last.severity))}];
+  }
+  for (const auto& [rule_severity, count] : firing) {
+    out.gauge("headroom_alerts_firing", "Alerts of the rule firing now",
+              {{"rule", rule_severity.first}, {"severity", rule_severity.second}}, count);
+  }
+  sink_metrics(snapshot.sinks, out);
+  out.counter("headroom_samples_total", "Samples taken", {},
+              static_cast<double>(snapshot.samples_total));
+  out.gauge("headroom_sample_duration_seconds", "Time the last sample took", {},
+            snapshot.sample_duration_seconds);
+  out.gauge("headroom_sample_timestamp_seconds", "Unix time of the last sample", {},
+            std::chrono::duration<double>(snapshot.step.sample.time.time_since_epoch()).count());
+  out.gauge("headroom_config_last_reload_successful",
+            "1 when the last config (re)load succeeded", {}, snapshot.config_last_reload_success);
+  out.gauge("headroom_build_info", "Version of headroom", {{"version", HEADROOM_VERSION}}, 1);
+  return out.take();
+}
+
+void SnapshotCollector::publish(std::shared_ptr<const Snapshot> snapshot) {
+  std::lock_guard lock(mutex_);
+  snapshot_ = std::move(snapshot);
+}
+
+void SnapshotCollector::set_sink_stats(std::function<std::vector<SinkStats>()> read) {
+  std::lock_guard lock(mutex_);
+  read_sink_stats_ = std::move(read);
+}
+
+std::vector<MetricFamily> SnapshotCollector::Collect() const {
+  std::shared_ptr<const Snapshot> snapshot;
+  std::function<std::vector<SinkStats>()> read;
+  {
+    std::lock_guard lock(mutex_);
+    snapshot = snapshot_;
+    read = read_sink_stats_;
+  }
+  if (!snapshot) return {};
+  std::vector<MetricFamily> families = to_metric_families(*snapshot);
+  if (read) {
+    Families sinks;
+    sink_metrics(read(), sinks);
+    for (MetricFamily& family : sinks.take()) families.push_back(std::move(family));
+  }
+  return families;
+}
+
+}  // namespace headroom::daemon

@@ -1,0 +1,69 @@
+#include "daemon/sink_worker.h"
+
+namespace headroom::daemon {
+
+SinkWorker::SinkWorker(std::unique_ptr<AlertSink> sink, std::size_t capacity,
+                       std::function<void(const std::string&)> on_error)
+    : sink_(std::move(sink)),
+      name_(sink_->describe()),
+      capacity_(capacity),
+      on_error_(std::move(on_error)),
+      thread_([this] { run(); }) {}
+
+SinkWorker::~SinkWorker() { stop(std::chrono::milliseconds(0)); }
+
+bool SinkWorker::push(AlertEvent event) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || queue_.size() >= capacity_) {
+      counters_.dropped.fetch_add(1);
+      return false;
+    }
+    queue_.push_back(std::move(event));
+  }
+  changed_.notify_all();
+  return true;
+}
+
+void SinkWorker::stop(std::chrono::milliseconds deadline) {
+  {
+    std::unique_lock lock(mutex_);
+    if (!thread_.joinable()) return;
+    changed_.wait_for(lock, deadline, [this] { return queue_.empty() && !busy_; });
+    stopping_ = true;
+    counters_.dropped.fetch_add(queue_.size());
+    queue_.clear();
+  }
+  changed_.notify_all();
+  // A send that hangs beyond its own timeout would block here; the webhook and
+  // exec sinks bound every attempt, so this join is bounded too.
+  thread_.join();
+}
+
+void SinkWorker::run() {
+  while (true) {
+    AlertEvent event;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      event = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    const Result<void> sent = sink_->send(event);
+    if (sent) {
+      counters_.sent.fetch_add(1);
+    } else {
+      counters_.failed.fetch_add(1);
+      if (on_error_) on_error_(name_ + ": " + sent.error().message);
+    }
+    {
+      std::lock_guard lock(mutex_);
+      busy_ = false;
+    }
+    changed_.notify_all();
+  }
+}
+
+}  // namespace headroom::daemon

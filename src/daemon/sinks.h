@@ -1,0 +1,40 @@
+#pragma once
+// Alert sinks: where firing / repeat / resolved events go. Each sink's send()
+// may block (a webhook, a command); SinkWorker runs it on its own thread so
+// sampling never waits for it.
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/alerts/rules.h"
+#include "core/error.h"
+#include "daemon/config.h"
+
+namespace headroom::daemon {
+
+/// One destination for alert events.
+class AlertSink {
+ public:
+  virtual ~AlertSink() = default;
+  /// "webhook http://...": for logs and the sink label of metrics.
+  [[nodiscard]] virtual std::string describe() const = 0;
+  /// Delivers one event, retrying as configured; the Error says why it gave up.
+  [[nodiscard]] virtual Result<void> send(const AlertEvent& event) = 0;
+};
+
+/// Builds the sink for a spec; an Error for a bad target (unknown signal name, ...).
+[[nodiscard]] Result<std::unique_ptr<AlertSink>> make_sink(const SinkSpec& spec,
+                                                           const DeliveryOptions& delivery);
+
+/// The one line a person reads: "headroom: FIRING critical filesystem_fill_eta /ckpt: ...".
+[[nodiscard]] std::string alert_line(const AlertEvent& event);
+
+/// Environment variables describing an event, for the exec sink:
+/// HEADROOM_ALERT_KIND, _RULE, _SUBJECT, _SEVERITY, _SUMMARY, _VALUE, _THRESHOLD, _TIME, _JSON.
+[[nodiscard]] std::vector<std::string> alert_environment(const AlertEvent& event);
+
+/// Parses "USR1", "SIGUSR1", "TERM", "15" to a signal number.
+[[nodiscard]] Result<int> parse_signal(std::string_view name);
+
+}  // namespace headroom::daemon

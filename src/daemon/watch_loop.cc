@@ -1,0 +1,217 @@
+#include "daemon/watch_loop.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <prometheus/exposer.h>
+
+#include "daemon/metrics.h"
+#include "daemon/sink_worker.h"
+
+namespace headroom::daemon {
+
+namespace {
+
+/// Waits for SIGHUP/SIGINT/SIGTERM on a thread of its own (the signals are
+/// blocked in every other thread) and wakes the loop.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGHUP);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &previous_);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~SignalWatcher() {
+    done_ = true;
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  /// Sleeps until `deadline` or a signal; returns true when one arrived.
+  bool wait_until(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    return woken_.wait_until(lock, deadline, [this] { return stop_ || reload_; });
+  }
+  bool stop_requested() {
+    std::lock_guard lock(mutex_);
+    return stop_;
+  }
+  bool take_reload() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(reload_, false);
+  }
+
+ private:
+  void run() {
+    const timespec tick{0, 100'000'000};
+    while (!done_) {
+      const int signal = sigtimedwait(&set_, nullptr, &tick);
+      if (signal <= 0) continue;
+      {
+        std::lock_guard lock(mutex_);
+        (signal == SIGHUP ? reload_ : stop_) = true;
+      }
+      woken_.notify_all();
+    }
+  }
+
+  sigset_t set_{};
+  sigset_t previous_{};
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;
+  std::condition_variable woken_;
+  bool stop_ = false;
+  bool reload_ = false;
+  std::thread thread_;
+};
+
+/// The sinks of one config, each on its worker thread.
+class SinkSet {
+ public:
+  static Result<std::unique_ptr<SinkSet>> build(const DaemonConfig& config,
+                                                const LoopHooks& hooks) {
+    auto set = std::make_unique<SinkSet>();
+    std::vector<SinkSpec> specs = config.sinks;
+    if (config.stderr_alerts) specs.insert(specs.begin(), {SinkKind::kStderr, ""});
+    for (const SinkSpec& spec : specs) {
+      auto sink = make_sink(spec, config.delivery);
+      if (!sink) return fail(sink.error());
+      set->workers_.push_back(std::make_unique<SinkWorker>(
+          std::move(*sink), config.delivery.queue_capacity, [log = hooks.log](const std::string& line) {
+            if (log) log("alert delivery failed: " + line);
+          }));
+    }
+    return set;
+  }
+  void push(const std::vector<AlertEvent>& events) {
+    for (const AlertEvent& event : events) {
+      for (auto& worker : workers_) worker->push(event);
+    }
+  }
+  std::vector<SinkStats> stats() const {
+    std::vector<SinkStats> result;
+    for (const auto& worker : workers_) {
+      const SinkCounters& counters = worker->counters();
+      result.push_back({worker->name(), counters.sent.load(), counters.failed.load(),
+                        counters.dropped.load()});
+    }
+    return result;
+  }
+  void stop(std::chrono::milliseconds deadline) {
+    for (auto& worker : workers_) worker->stop(deadline);
+  }
+
+ private:
+  std::vector<std::unique_ptr<SinkWorker>> workers_;
+};
+
+/// The HTTP exporter for one listen address.
+Result<std::unique_ptr<prometheus::Exposer>> listen_on(
+    const std::string& address, const std::shared_ptr<SnapshotCollector>& collector) {
+  try {
+    // One worker thread: Prometheus scrapes one at a time, and each thread costs memory.
+    auto exposer = std::make_unique<prometheus::Exposer>(address, 1);
+    exposer->RegisterCollectable(collector);
+    return exposer;
+  } catch (const std::exception& error) {
+    return fail(Error::invalid(fmt::format("cannot listen on {}: {}", address, error.what())));
+  }
+}
+
+}  // namespace
+
+Result<void> run_watch(const Context& context, DaemonConfig config, const LoopHooks& hooks) {
+  SignalWatcher signals;  // first: threads started below inherit the blocked mask
+  auto collector = std::make_shared<SnapshotCollector>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (config.listen) {
+    auto listening = listen_on(*config.listen, collector);
+    if (!listening) return fail(listening.error());
+    exposer = std::move(*listening);
+    if (hooks.log) hooks.log("serving /metrics on http://" + *config.listen + "/metrics");
+  }
+  auto built = SinkSet::build(config, hooks);
+  if (!built) return fail(built.error());
+  std::shared_ptr<SinkSet> sinks = std::move(*built);
+  std::mutex sinks_mutex;  // the collector reads stats from the scrape thread
+  collector->set_sink_stats([&sinks, &sinks_mutex] {
+    std::lock_guard lock(sinks_mutex);
+    return sinks->stats();
+  });
+
+  Watcher watcher(context, config.watch);
+  std::uint64_t samples = 0;
+  double reload_ok = 1;
+  auto next = std::chrono::steady_clock::now();
+  while (!signals.stop_requested()) {
+    if (signals.take_reload() && hooks.reload) {
+      auto reloaded = hooks.reload();
+      if (!reloaded) {
+        reload_ok = 0;
+        if (hooks.log) hooks.log("config reload failed, keeping the running config: " +
+                                 reloaded.error().message);
+      } else if (auto rebuilt = SinkSet::build(*reloaded, hooks); !rebuilt) {
+        reload_ok = 0;
+        if (hooks.log) hooks.log("config reload failed: " + rebuilt.error().message);
+      } else {
+        if (reloaded->listen != config.listen) {
+          exposer.reset();
+          if (reloaded->listen) {
+            auto listening = listen_on(*reloaded->listen, collector);
+            if (listening) exposer = std::move(*listening);
+            else if (hooks.log) hooks.log(listening.error().message);
+          }
+        }
+        std::shared_ptr<SinkSet> old;
+        {
+          std::lock_guard lock(sinks_mutex);
+          old = std::exchange(sinks, std::shared_ptr<SinkSet>(std::move(*rebuilt)));
+        }
+        // The old sinks may be inside a slow delivery: let them finish on
+        // their own thread so the reload never delays sampling.
+        std::thread([old] { old->stop(std::chrono::milliseconds(0)); }).detach();
+        config = std::move(*reloaded);
+        watcher.reconfigure(config.watch);
+        reload_ok = 1;
+        if (hooks.log) hooks.log("config reloaded");
+      }
+    }
+    const auto started = std::chrono::steady_clock::now();
+    auto step = watcher.step();
+    if (!step) return fail(step.error());
+    {
+      std::lock_guard lock(sinks_mutex);
+      sinks->push(step->events);
+    }
+    ++samples;
+    auto snapshot = std::make_shared<Snapshot>();
+    snapshot->step = *step;
+    snapshot->active = watcher.engine().active();
+    snapshot->samples_total = samples;
+    snapshot->sample_duration_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    snapshot->config_last_reload_success = reload_ok;
+    collector->publish(std::move(snapshot));
+    if (hooks.on_step) hooks.on_step(*step);
+    // A fixed schedule, not "sleep interval after work": the sample times stay
+    // on the grid; when a sample overran, skip the missed ticks.
+    next += config.interval;
+    const auto now = std::chrono::steady_clock::now();
+    if (next <= now) next = now + config.interval;
+    signals.wait_until(next);
+  }
+  exposer.reset();
+  sinks->stop(std::chrono::milliseconds(2000));
+  return {};
+}
+
+}  // namespace headroom::daemon

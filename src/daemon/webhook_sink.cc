@@ -1,0 +1,107 @@
+// Webhook sinks over libcurl: a generic JSON POST (the event as in the JSON-lines
+// sink), Slack-compatible {"text": ...}, WeCom {"msgtype":"text","text":{"content":...}}
+// and Feishu/Lark {"msg_type":"text","content":{"text":...}}. Each request has a
+// timeout; a failure (connection refused, timeout, non-2xx) is retried with
+// exponential backoff, all on the sink's own thread.
+
+#include <curl/curl.h>
+
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/alerts/watch_json.h"
+#include "daemon/sink_factories.h"
+
+namespace headroom::daemon {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string payload(SinkKind kind, const AlertEvent& event) {
+  const std::string text = alert_line(event);
+  switch (kind) {
+    case SinkKind::kSlack:
+      return Json{{"text", text}}.dump();
+    case SinkKind::kWecom:
+      return Json{{"msgtype", "text"}, {"text", {{"content", text}}}}.dump();
+    case SinkKind::kFeishu:
+      return Json{{"msg_type", "text"}, {"content", {{"text", text}}}}.dump();
+    default:
+      return to_json(event).dump();
+  }
+}
+
+std::size_t discard_body(char*, std::size_t size, std::size_t count, void*) { return size * count; }
+
+class WebhookSink final : public AlertSink {
+ public:
+  WebhookSink(SinkKind kind, std::string url, DeliveryOptions delivery)
+      : kind_(kind), url_(std::move(url)), delivery_(delivery) {}
+
+  std::string describe() const override {
+    return fmt::format("{} {}", to_string(kind_), url_);
+  }
+
+  Result<void> send(const AlertEvent& event) override {
+    const std::string body = payload(kind_, event);
+    std::chrono::milliseconds backoff = delivery_.backoff;
+    Error last;
+    for (int attempt = 0; attempt <= delivery_.retries; ++attempt) {
+      if (attempt > 0) {
+        std::this_thread::sleep_for(backoff);
+        backoff *= 2;
+      }
+      auto sent = post(body);
+      if (sent) return {};
+      last = sent.error();
+    }
+    return fail(Error{last.code, fmt::format("{} (after {} tries)", last.message,
+                                             delivery_.retries + 1)});
+  }
+
+ private:
+  Result<void> post(const std::string& body) const {
+    CURL* curl = curl_easy_init();
+    if (curl == nullptr) return fail(Error::invalid("curl_easy_init failed"));
+    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);
+    const CURLcode code = curl_easy_perform(curl);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    if (code != CURLE_OK) {
+      return fail(Error{Error::Code::kIo, fmt::format("{}: {}", url_, curl_easy_strerror(code))});
+    }
+    if (status < 200 || status >= 300) {
+      return fail(Error{Error::Code::kIo, fmt::format("{}: HTTP {}", url_, status)});
+    }
+    return {};
+  }
+
+  SinkKind kind_;
+  std::string url_;
+  DeliveryOptions delivery_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<AlertSink>> make_webhook_sink(SinkKind kind, std::string url,
+                                                     const DeliveryOptions& delivery) {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  return std::make_unique<WebhookSink>(kind, std::move(url), delivery);
+}
+
+}  // namespace headroom::daemon
