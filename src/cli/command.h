@@ -47,5 +47,6 @@ int usage_error(const std::string& message);
 // The subcommands, one file each.
 std::function<int()> setup_check(CLI::App& app, const Globals& globals);
 std::function<int()> setup_watch(CLI::App& app, const Globals& globals);
+std::function<int()> setup_run(CLI::App& app, const Globals& globals);
 
 }  // namespace headroom::cli

@@ -14,6 +14,8 @@ constexpr std::array kCommands = {
             setup_check},
     Command{"watch", "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics",
             setup_watch},
+    Command{"run", "supervise a training command: warn before the host runs out, say why it died",
+            setup_run},
 };
 
 int main_impl(int argc, char** argv) {
