@@ -17,12 +17,13 @@
 #include "core/live_context.h"
 #include "core/report/json.h"
 #include "core/units.h"
+#include "python/errors.h"
 
 namespace py = pybind11;
 
 namespace headroom {
 
-namespace {
+void bind_watcher(py::module_& module);
 
 /// The one place an Error becomes a Python exception: ValueError for bad input,
 /// FileNotFoundError / PermissionError / OSError for the rest. Needs the GIL.
@@ -49,15 +50,7 @@ namespace {
   throw py::error_already_set();
 }
 
-template <typename T>
-T unwrap(Result<T> result) {
-  if (!result) raise_error(result.error());
-  return std::move(*result);
-}
-
-void unwrap(const Result<void>& result) {
-  if (!result) raise_error(result.error());
-}
+namespace {
 
 /// Runs the checks of `options` against the live host and returns the report as
 /// the JSON document of docs/json.md, the same one `headroom check --json` prints.
@@ -79,6 +72,7 @@ PYBIND11_MODULE(_headroom, module) {
   using headroom::CheckOptions;
   module.doc() = "headroom core bindings; use the `headroom` package instead.";
   module.attr("__version__") = HEADROOM_VERSION;
+  headroom::bind_watcher(module);
 
   py::class_<CheckOptions>(module, "CheckOptions", "The job shape the checks run against.")
       .def(py::init<>())
