@@ -12,15 +12,14 @@ namespace {
 
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
-// True when `path` is `prefix` or below it ("/tmp/a" is under "/tmp", "/tmpx" is not).
-bool at_or_under(std::string_view path, std::string_view prefix) {
+}  // namespace
+
+bool path_at_or_under(std::string_view path, std::string_view prefix) {
   while (prefix.size() > 1 && prefix.back() == '/') prefix.remove_suffix(1);
   if (prefix == "/") return !path.empty() && path.front() == '/';
   if (path.substr(0, prefix.size()) != prefix) return false;
   return path.size() == prefix.size() || path[prefix.size()] == '/';
 }
-
-}  // namespace
 
 std::string_view to_string(HoldKind kind) {
   switch (kind) {
@@ -69,7 +68,7 @@ std::vector<const Holder*> InUseIndex::holders_under(const std::filesystem::path
                                                      std::optional<FileId> path_id) const {
   std::vector<const Holder*> found;
   for (const Holder& holder : holders_) {
-    if ((path_id && holder.file == *path_id) || at_or_under(holder.original_path(), path.native())) {
+    if ((path_id && holder.file == *path_id) || path_at_or_under(holder.original_path(), path.native())) {
       found.push_back(&holder);
     }
   }

@@ -153,6 +153,9 @@ class InUseIndex {
 /// Scans <root>/proc once. Fails only when /proc itself cannot be opened.
 [[nodiscard]] Result<InUseIndex> scan_in_use(const Context& context, const ScanOptions& options = {});
 
+/// True when `path` is `prefix` or below it ("/tmp/a" is under "/tmp", "/tmpx" is not).
+[[nodiscard]] bool path_at_or_under(std::string_view path, std::string_view prefix);
+
 /// Device and inode of a host path (lstat: a symlink is itself); Error when missing.
 [[nodiscard]] Result<FileId> file_id(const std::filesystem::path& path);
 

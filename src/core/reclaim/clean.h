@@ -1,0 +1,94 @@
+#pragma once
+// `headroom clean`: plan, then (only when asked) remove stale /dev/shm
+// segments, SysV segments with no attachments, and old temp-dir entries that
+// no process uses. Safety rules (docs/who-clean.md): never follow a symlink,
+// never cross a mount, work relative to directory fds opened
+// O_NOFOLLOW|O_DIRECTORY, re-check every item right before removing it, only
+// the caller's files unless all_users, never the protected names, never kill.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/inuse/inuse_index.h"
+
+namespace headroom {
+
+/// What to clean and how old it must be.
+struct CleanOptions {
+  bool shm = false;  ///< stale segments in /dev/shm and SysV
+  bool tmp = false;  ///< old unused entries of tmp_dir
+  /// Minimum age (since last modification). tmp: default 1 day; shm: none by default.
+  std::optional<std::chrono::seconds> older_than;
+  bool all_users = false;          ///< root only: everybody's files
+  std::filesystem::path tmp_dir = "/tmp";  ///< host path, resolved by the front end
+  std::filesystem::path audit_log;         ///< host path of the JSON-lines log; empty: none
+};
+
+/// Default minimum age of temp-dir entries.
+constexpr std::chrono::seconds kDefaultTmpAge{24 * 3600};
+
+enum class CleanKind { kShmFile, kSysvSegment, kTmpFile, kTmpDir };
+/// "shm_file", "sysv_segment", "tmp_file", "tmp_dir".
+[[nodiscard]] std::string_view to_string(CleanKind kind);
+
+/// One thing the plan would remove (or has removed).
+struct CleanItem {
+  CleanKind kind = CleanKind::kShmFile;
+  std::filesystem::path path;  ///< host path; "shmid <n>" style text for SysV
+  std::filesystem::path parent;  ///< host path of the directory holding it
+  FileId parent_id;              ///< the directory as planned; a swapped one is refused
+  std::string name;            ///< entry name within parent
+  FileId id;
+  int shmid = -1;
+  std::int64_t key = 0;
+  uid_t uid = 0;
+  std::string owner;
+  std::uint64_t bytes = 0;     ///< allocated bytes it frees
+  std::uint64_t files = 1;     ///< entries it contains (directories)
+  std::chrono::seconds age{0};
+  std::string why_safe;
+};
+
+/// Something considered and left alone, with the reason.
+struct KeptItem {
+  std::filesystem::path path;
+  std::string reason;
+  std::uint64_t bytes = 0;
+};
+
+/// The plan: what would go and what stays.
+struct CleanPlan {
+  std::vector<CleanItem> items;
+  std::vector<KeptItem> kept;
+  std::uint64_t total_bytes = 0;
+  std::size_t processes_scanned = 0;
+  std::vector<int> unreadable_pids;
+  /// Set when the index could not see every process: nothing is planned then.
+  std::string blind_reason;
+};
+
+/// What --yes did.
+struct CleanResult {
+  std::vector<CleanItem> removed;
+  std::vector<KeptItem> skipped;
+  std::uint64_t freed_bytes = 0;
+  std::vector<std::string> audit_errors;
+};
+
+/// Validates options against the caller (all_users needs uid 0, a target is chosen).
+[[nodiscard]] Result<void> validate(const CleanOptions& options, const Context& context);
+/// Surveys /dev/shm, SysV shm and the temp dir; removes nothing.
+[[nodiscard]] Result<CleanPlan> plan_clean(const Context& context, const CleanOptions& options);
+/// Re-checks each planned item and removes those that are still safe to remove.
+[[nodiscard]] CleanResult apply_clean(const Context& context, const CleanOptions& options,
+                                      const CleanPlan& plan);
+
+}  // namespace headroom

@@ -1,0 +1,71 @@
+#pragma once
+// What occupies /dev/shm and SysV shared memory, and who holds each piece:
+// the input of the shm.stale check and of `clean --shm`. A segment is stale
+// only when no process has it open or mapped; the pid in torch_<pid>_... is
+// the creating worker, often gone while the job is healthy
+// (shared/corpus/README.md, section 7), so names prove nothing.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/inuse/inuse_index.h"
+
+namespace headroom {
+
+/// Which producer a /dev/shm name belongs to: "torch", "nccl", "sem", "psm",
+/// "kmp" (Intel OpenMP's __KMP_REGISTERED_LIB_*), or "other".
+[[nodiscard]] std::string_view shm_pattern(std::string_view name);
+
+/// One entry directly in /dev/shm.
+struct ShmEntry {
+  std::string name;
+  FileId id;
+  uid_t uid = 0;
+  mode_t mode = 0;
+  std::uint64_t size_bytes = 0;       ///< st_size
+  std::uint64_t allocated_bytes = 0;  ///< st_blocks x 512: what it takes from the tmpfs
+  std::chrono::system_clock::time_point modified;
+  std::string pattern;      ///< shm_pattern(name)
+  std::vector<int> holders; ///< pids that have it open or mapped (ascending, unique)
+  [[nodiscard]] bool regular() const;
+};
+
+/// A /dev/shm file already unlinked but still open or mapped: ls misses it, df counts it.
+struct UnlinkedSegment {
+  FileId id;
+  std::string path;  ///< where it was, e.g. "/dev/shm/torch_12_34_5"
+  std::uint64_t size_bytes = 0;
+  std::vector<int> holders;
+};
+
+/// /dev/shm and SysV shm with their holders.
+struct ShmSurvey {
+  std::filesystem::path dir = "/dev/shm";  ///< host path
+  FileId dir_id;
+  std::vector<ShmEntry> entries;
+  std::vector<UnlinkedSegment> unlinked;
+  std::vector<SysvSegment> sysv;
+  std::optional<Error> sysv_error;
+  InUseIndex index;  ///< the scan the survey was made from (devices: /dev/shm's)
+};
+
+/// Lists /dev/shm (under the root prefix) and scans who holds what on its device.
+[[nodiscard]] Result<ShmSurvey> survey_shm(const Context& context);
+
+/// Whether a survey's entry is stale: a regular file nobody holds.
+[[nodiscard]] inline bool stale(const ShmEntry& entry) {
+  return entry.regular() && entry.holders.empty();
+}
+
+/// Unique pids of holders, ascending.
+[[nodiscard]] std::vector<int> holder_pids(const std::vector<const Holder*>& holders);
+
+}  // namespace headroom

@@ -1,0 +1,212 @@
+// The scanner against a real child process (live /proc) and against a
+// recorded-style tree under a root prefix.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/inuse/inuse_index.h"
+
+namespace headroom {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RealSyscallsContext {
+ public:
+  explicit RealSyscallsContext(fs::path root = "/") {
+    context_.root = SysRoot(std::move(root));
+    context_.syscalls = &calls_;
+  }
+  const Context& get() const { return context_; }
+
+ private:
+  RealSyscalls calls_;
+  Context context_;
+};
+
+// A scratch dir in the build tree (never the host's /tmp or /dev/shm).
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::current_path() / ("inuse-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_file(const fs::path& path, std::size_t bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << std::string(bytes, 'x');
+}
+
+// A child that holds files in every way the index knows, then waits to be killed.
+class Holder {
+ public:
+  explicit Holder(const fs::path& dir) {
+    write_file(dir / "open", 100);
+    write_file(dir / "mapped", 8192);
+    write_file(dir / "deleted-open", 300);
+    write_file(dir / "deleted-mapped", 4096);
+    fs::create_directories(dir / "cwd");
+    int ready[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(ready[0]);
+      const int keep = ::open((dir / "open").c_str(), O_RDONLY);
+      const int map_fd = ::open((dir / "mapped").c_str(), O_RDWR);
+      void* map = ::mmap(nullptr, 8192, PROT_READ, MAP_SHARED, map_fd, 0);
+      ::close(map_fd);  // mapped after close: only maps shows it
+      const int gone = ::open((dir / "deleted-open").c_str(), O_RDONLY);
+      ::unlink((dir / "deleted-open").c_str());
+      const int gone_map_fd = ::open((dir / "deleted-mapped").c_str(), O_RDWR);
+      void* gone_map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, gone_map_fd, 0);
+      ::close(gone_map_fd);
+      ::unlink((dir / "deleted-mapped").c_str());
+      if (::chdir((dir / "cwd").c_str()) != 0) ::_exit(3);
+      const bool ok = keep >= 0 && map != MAP_FAILED && gone >= 0 && gone_map != MAP_FAILED;
+      if (::write(ready[1], ok ? "y" : "n", 1) != 1) ::_exit(4);
+      for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char answer = 0;
+    EXPECT_EQ(::read(ready[0], &answer, 1), 1);
+    EXPECT_EQ(answer, 'y');
+    ::close(ready[0]);
+  }
+  ~Holder() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  [[nodiscard]] int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+};
+
+const headroom::Holder* find(const InUseIndex& index, std::string_view path, HoldKind how) {
+  for (const headroom::Holder& holder : index.all()) {
+    if (holder.original_path() == path && holder.how == how) return &holder;
+  }
+  return nullptr;
+}
+
+TEST(ScanInUse, SeesOpenMappedAfterCloseDeletedAndCwd) {
+  const fs::path dir = scratch("live");
+  const Holder child(dir);
+  const RealSyscallsContext context;
+  ScanOptions options;
+  options.pids = {child.pid()};
+  options.path_prefixes = {dir};
+  const auto index = scan_in_use(context.get(), options);
+  ASSERT_TRUE(index) << index.error().message;
+
+  const auto* open = find(*index, (dir / "open").native(), HoldKind::kFd);
+  ASSERT_NE(open, nullptr);
+  EXPECT_GE(open->fd, 0);
+  EXPECT_EQ(open->size_bytes, 100u);
+  EXPECT_FALSE(open->deleted);
+  EXPECT_TRUE(index->is_held(*file_id(dir / "open")));
+
+  const auto* mapped = find(*index, (dir / "mapped").native(), HoldKind::kMap);
+  ASSERT_NE(mapped, nullptr);
+  EXPECT_EQ(mapped->file, *file_id(dir / "mapped"));
+  EXPECT_EQ(find(*index, (dir / "mapped").native(), HoldKind::kFd), nullptr);
+
+  const auto* deleted_open = find(*index, (dir / "deleted-open").native(), HoldKind::kFd);
+  ASSERT_NE(deleted_open, nullptr);
+  EXPECT_TRUE(deleted_open->deleted);
+  EXPECT_EQ(deleted_open->path, (dir / "deleted-open").native() + " (deleted)");
+  EXPECT_EQ(deleted_open->size_bytes, 300u);
+
+  const auto* deleted_mapped = find(*index, (dir / "deleted-mapped").native(), HoldKind::kMap);
+  ASSERT_NE(deleted_mapped, nullptr);
+  EXPECT_TRUE(deleted_mapped->deleted);
+
+  EXPECT_NE(find(*index, (dir / "cwd").native(), HoldKind::kCwd), nullptr);
+  EXPECT_EQ(index->holders_under(dir).size(), 5u);
+  EXPECT_TRUE(index->holders_under(dir / "op").empty());  // a prefix is not a parent
+
+  const ProcessInfo* process = index->process(child.pid());
+  ASSERT_NE(process, nullptr);
+  EXPECT_EQ(process->uid, ::getuid());
+  EXPECT_FALSE(process->command.empty());
+  fs::remove_all(dir);
+}
+
+TEST(ScanInUse, DeviceFilterKeepsOnlyThatDevice) {
+  const fs::path dir = scratch("device");
+  const Holder child(dir);
+  const RealSyscallsContext context;
+  ScanOptions options;
+  options.pids = {child.pid()};
+  options.devices = {file_id(dir)->device};
+  const auto index = scan_in_use(context.get(), options);
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->holders_on_device(file_id(dir)->device).size(), index->all().size());
+  EXPECT_GE(index->holders_under(dir).size(), 5u);
+  fs::remove_all(dir);
+}
+
+TEST(ScanInUse, ExcludesItselfByDefault) {
+  const RealSyscallsContext context;
+  ScanOptions options;
+  options.pids = {static_cast<int>(::getpid())};
+  const auto index = scan_in_use(context.get(), options);
+  ASSERT_TRUE(index);
+  EXPECT_TRUE(index->all().empty());
+  options.exclude_self = false;
+  const auto with_self = scan_in_use(context.get(), options);
+  ASSERT_TRUE(with_self);
+  EXPECT_FALSE(with_self->all().empty());
+}
+
+// A tree laid out as /proc is, under a root prefix: maps and sysvipc come from
+// text, so the index needs no live process.
+TEST(ScanInUse, ReadsATreeUnderTheRootPrefix) {
+  const fs::path root = scratch("root");
+  fs::create_directories(root / "proc/4242");
+  fs::create_directories(root / "proc/sysvipc");
+  fs::create_directories(root / "etc");
+  std::ofstream(root / "proc/4242/maps")
+      << "7f0000000000-7f0000400000 rw-s 00000000 00:1a 77 /dev/shm/nccl-Ab12Cd\n"
+         "7f0000400000-7f0000800000 rw-s 00400000 00:1a 77 /dev/shm/nccl-Ab12Cd\n"
+         "7f0000800000-7f0000801000 rw-s 00000000 00:1a 78 /dev/shm/torch_1_2_3 (deleted)\n"
+         "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\n";
+  std::ofstream(root / "proc/4242/comm") << "python3\n";
+  std::ofstream(root / "proc/4242/cmdline") << std::string("python3\0train.py\0", 17);
+  std::ofstream(root / "proc/4242/status") << "Name:\tpython3\nUid:\t1000\t1000\t1000\t1000\n";
+  std::ofstream(root / "proc/sysvipc/shm")
+      << "key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ctime rss swap\n"
+         "0 9 600 1048576 1 1 0 1000 1000 1000 1000 0 0 5 0 0\n";
+  std::ofstream(root / "etc/passwd") << "alice:x:1000:1000::/home/alice:/bin/sh\n";
+
+  const RealSyscallsContext context(root);
+  const auto index = scan_in_use(context.get());
+  ASSERT_TRUE(index) << index.error().message;
+  EXPECT_EQ(index->processes_scanned(), 1u);
+  const FileId nccl{makedev(0, 0x1a), 77};
+  const auto holders = index->holders(nccl);
+  ASSERT_EQ(holders.size(), 1u);  // two mappings of one file are one holder
+  EXPECT_EQ(holders[0]->size_bytes, 8u << 20);
+  EXPECT_EQ(index->holders_under("/dev/shm").size(), 2u);
+  const ProcessInfo* process = index->process(4242);
+  ASSERT_NE(process, nullptr);
+  EXPECT_EQ(process->user, "alice");
+  EXPECT_EQ(process->cmdline, "python3 train.py");
+  ASSERT_EQ(index->sysv_segments().size(), 1u);
+  EXPECT_EQ(index->sysv_segments()[0].attachments, 0u);
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace headroom
