@@ -137,3 +137,20 @@ def test_nearly_full_tmpfs_diskfull_keeps_the_previous_checkpoint(scratch):
     assert result["plain_rc"] != 0 and "saved" not in result["plain"], result
     assert result["plain_loads"] is not True, result
     assert result["plain_size"] < 16 << 20
+
+
+def test_guarded_writer_keeps_the_first_write_error_from_torch():
+    from headroom.checkpoint import _GuardedWriter
+
+    class Full:
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+    writer = _GuardedWriter(Full())
+    assert writer.write(b"abc") == 3 and writer.write(memoryview(b"de")) == 2
+    with pytest.raises(OSError) as raised:
+        writer.finish()
+    assert raised.value.errno == errno.ENOSPC

@@ -85,3 +85,25 @@ def test_calls_back_when_the_watched_tmpfs_fills(scratch):
     assert result["after"]["ok"] is False and result["after"]["status_ok"] is False
     assert "filesystem_usage" in result["after"]["firing"]
     assert result["latency"] < 2.0
+
+
+def test_a_failing_callback_does_not_stop_the_monitor(scratch, caplog):
+    # Thresholds of 3% / 4%: the build tree's filesystem is above them at once.
+    import shutil
+
+    usage = shutil.disk_usage(scratch)
+    if usage.used / usage.total < 0.05:
+        pytest.skip("the build tree's filesystem is less than 5% used")
+    calls = []
+
+    def broken(alert):
+        calls.append(alert)
+        raise RuntimeError("callback bug")
+
+    with headroom.Monitor(scratch, interval=0.05, on_alert=broken, warn_percent=3,
+                          critical_percent=4, temp_dir=False, shm=False) as monitor:
+        assert _wait(lambda: calls and monitor.status().samples >= 3)
+        assert not monitor.ok() and monitor.status().running
+        assert any(a.rule == "filesystem_usage" and a.severity == "critical"
+                   for a in monitor.status().alerts)
+    assert "callback bug" in caplog.text
