@@ -46,7 +46,12 @@ int usage_error(const std::string& message);
 
 // The subcommands, one file each.
 std::function<int()> setup_check(CLI::App& app, const Globals& globals);
-std::function<int()> setup_watch(CLI::App& app, const Globals& globals);
+std::function<int()> setup_who(CLI::App& app, const Globals& globals);
+std::function<int()> setup_clean(CLI::App& app, const Globals& globals);
 std::function<int()> setup_run(CLI::App& app, const Globals& globals);
+std::function<int()> setup_du(CLI::App& app, const Globals& globals);
+std::function<int()> setup_prune(CLI::App& app, const Globals& globals);
+std::function<int()> setup_watch(CLI::App& app, const Globals& globals);
+std::function<int()> setup_explain(CLI::App& app, const Globals& globals);
 
 }  // namespace headroom::cli

@@ -12,10 +12,20 @@ namespace {
 constexpr std::array kCommands = {
     Command{"check", "preflight: find every host resource that would kill a training job",
             setup_check},
-    Command{"watch", "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics",
-            setup_watch},
+    Command{"who", "which processes hold files at or under a path (open, mapped, deleted)",
+            setup_who},
+    Command{"clean", "reclaim stale /dev/shm segments and old unused temp files (plan unless --yes)",
+            setup_clean},
     Command{"run", "supervise a training command: warn before the host runs out, say why it died",
             setup_run},
+    Command{"du", "the largest entries under a path: size, files, age, owner, and who holds them",
+            setup_du},
+    Command{"prune", "checkpoint retention: keep the last/best/every-K, delete the rest (dry run unless --yes)",
+            setup_prune},
+    Command{"watch", "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics",
+            setup_watch},
+    Command{"explain", "read a failed job's log: name the root cause, with evidence and the fix",
+            setup_explain},
 };
 
 int main_impl(int argc, char** argv) {

@@ -4,16 +4,18 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include "core/error.h"
 #include "core/signatures/analyzer.h"
 
 namespace headroom {
 
-/// Streams the file at `path` ("-" is not special here) into `analyzer` as one source.
-/// Returns the bytes fed (decompressed).
+/// Streams the file at `path` ("-" is not special here) into `analyzer` as one
+/// source named `name` (evidence shows it; "" for a lone input). Returns the bytes fed (decompressed).
 [[nodiscard]] Result<std::uint64_t> feed_file(LogAnalyzer& analyzer,
-                                              const std::filesystem::path& path);
+                                              const std::filesystem::path& path,
+                                              const std::string& name);
 /// Streams an open descriptor (stdin) into `analyzer`; the source is named `name`.
 [[nodiscard]] Result<std::uint64_t> feed_fd(LogAnalyzer& analyzer, int fd, const std::string& name);
 

@@ -1,0 +1,244 @@
+// Confirming a diagnosis on this host. Each candidate cause has its own probes;
+// only the candidates' probes run, so `explain --no-host` and a cause with no
+// host side (gpu_oom) cost nothing. The checks of `headroom check` are reused
+// through run_checks(only=...), so explain and check never disagree.
+
+#include "core/explain/host.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/checks/check.h"
+#include "core/checks/remedy.h"
+#include "core/probes/kmsg.h"
+#include "core/signatures/catalog.h"
+#include "core/signatures/reasoning.h"
+#include "core/units.h"
+
+namespace headroom {
+
+namespace {
+
+bool has_candidate(const Diagnosis& diagnosis, std::string_view cause) {
+  return std::any_of(diagnosis.candidates.begin(), diagnosis.candidates.end(),
+                     [&](const Candidate& candidate) { return candidate.cause == cause; });
+}
+
+/// Findings of `headroom check` become facts: a warn or critical finding confirms.
+void add_check_facts(const Context& context, const std::vector<std::string>& only, const std::string& cause,
+                     HostConfirmation& host) {
+  CheckOptions options;
+  options.only = only;
+  const Report report = run_checks(context, options);
+  for (const Finding& finding : report.findings) {
+    HostFact fact;
+    fact.check = finding.id;
+    fact.cause = finding.id == "shm.stale" ? "shm_stale" : cause;
+    fact.summary = finding.severity == Severity::kUnknown && !finding.reason.empty()
+                       ? fmt::format("{}: {}", finding.summary.empty() ? finding.id : finding.summary, finding.reason)
+                       : finding.summary;
+    fact.evidence = finding.evidence;
+    switch (finding.severity) {
+      case Severity::kCritical:
+      case Severity::kWarn: fact.verdict = HostVerdict::kConfirms; break;
+      case Severity::kOk: fact.verdict = HostVerdict::kNeutral; break;
+      case Severity::kUnknown: fact.verdict = HostVerdict::kUnknown; break;
+    }
+    host.facts.push_back(std::move(fact));
+  }
+}
+
+void add_kernel_log_facts(const Context& context, const Diagnosis& diagnosis, HostConfirmation& host) {
+  HostFact fact;
+  fact.check = "kmsg";
+  fact.cause = "host_oom";
+  auto log = read_kmsg(context);
+  if (!log) {
+    fact.verdict = HostVerdict::kUnknown;
+    fact.summary = fmt::format("could not read the kernel log: {}", log.error().message);
+    host.facts.push_back(std::move(fact));
+    return;
+  }
+  const std::vector<OomEvent> events = parse_oom_events(log->records, log->boot_time);
+  std::set<std::int64_t> pids(diagnosis.fields.pids.begin(), diagnosis.fields.pids.end());
+  pids.insert(diagnosis.fields.killed_pids.begin(), diagnosis.fields.killed_pids.end());
+  std::vector<const OomEvent*> matching;
+  for (const OomEvent& event : events) {
+    if (pids.count(event.pid) != 0) matching.push_back(&event);
+  }
+  fact.evidence.push_back({"oom_kills_in_kernel_log", static_cast<std::uint64_t>(events.size()), "count"});
+  if (!matching.empty()) {
+    const OomEvent& event = *matching.front();
+    fact.verdict = HostVerdict::kConfirms;
+    fact.summary = fmt::format("the kernel log has the OOM killer killing pid {} ({}), the pid named in the log{}",
+                               event.pid, event.comm,
+                               event.oom_cgroup.empty() ? "" : fmt::format("; limit of cgroup {}", event.oom_cgroup));
+    fact.evidence.push_back({"killed_pid", static_cast<std::int64_t>(event.pid), ""});
+    fact.evidence.push_back({"rss_bytes", event.rss_bytes(), "bytes"});
+    fact.evidence.push_back({"constraint", std::string(to_string(event.constraint)), ""});
+  } else if (!events.empty()) {
+    fact.verdict = HostVerdict::kConfirms;
+    fact.summary = fmt::format(
+        "the kernel log has {} OOM kill(s), though none of the pids the log names (a container's pids differ); last: pid {} ({})",
+        events.size(), events.back().pid, events.back().comm);
+  } else {
+    fact.verdict = HostVerdict::kNeutral;
+    fact.summary = "no OOM kill in the kernel log (it may have rotated, or the job ran on another host)";
+  }
+  host.facts.push_back(std::move(fact));
+}
+
+/// Free space of the nearest existing directory of each path the log names.
+void add_path_facts(const Context& context, const Diagnosis& diagnosis, HostConfirmation& host) {
+  std::set<std::string> seen;
+  for (const std::string& named : diagnosis.fields.paths) {
+    if (named.empty() || named.front() != '/' || named.rfind("/torch_", 0) == 0) continue;
+    std::filesystem::path path = named;
+    std::error_code error;
+    while (path.has_parent_path() && path != path.root_path() &&
+           !std::filesystem::is_directory(context.root.host(path), error)) {
+      path = path.parent_path();
+    }
+    if (!seen.insert(path.string()).second || context.syscalls == nullptr) continue;
+    HostFact fact;
+    fact.check = "path.space";
+    fact.cause = cause_for_path(named, "disk_full");
+    auto stats = context.syscalls->statvfs(context.root.host(path));
+    if (!stats) {
+      fact.verdict = HostVerdict::kUnknown;
+      fact.summary = fmt::format("{}: {}", path.string(), stats.error().message);
+      host.facts.push_back(std::move(fact));
+      continue;
+    }
+    fact.evidence.push_back({"path", path.string(), ""});
+    fact.evidence.push_back({"avail_bytes", stats->avail_bytes, "bytes"});
+    fact.evidence.push_back({"used_percent", stats->used_percent(), "percent"});
+    fact.evidence.push_back({"inodes_used_percent", stats->inodes_used_percent(), "percent"});
+    const bool full = stats->avail_bytes == 0 || stats->used_percent() >= 95 ||
+                      (stats->total_inodes > 0 && stats->free_inodes == 0);
+    fact.verdict = full ? HostVerdict::kConfirms : HostVerdict::kNeutral;
+    fact.summary = fmt::format("{} is {} full now, {} free{}", path.string(), format_percent(stats->used_percent()),
+                               format_bytes(stats->avail_bytes),
+                               full ? "" : " (space may have been freed since the failure)");
+    host.facts.push_back(std::move(fact));
+  }
+}
+
+void add_fd_facts(const Context& context, HostConfirmation& host) {
+  HostFact fact;
+  fact.check = "fd.limit";
+  fact.cause = "fd_limit";
+  auto limit = context.syscalls != nullptr ? context.syscalls->open_files_limit()
+                                           : Result<Limit>(fail(Error::invalid("no syscalls")));
+  if (!limit) {
+    fact.verdict = HostVerdict::kUnknown;
+    fact.summary = limit.error().message;
+  } else {
+    // torch's file_descriptor strategy needs about one fd per tensor in flight; 1024 is the usual default.
+    fact.verdict = limit->soft <= 4096 ? HostVerdict::kConfirms : HostVerdict::kNeutral;
+    fact.summary = limit->soft == Limit::kUnlimited
+                       ? "the open-files limit of this shell is unlimited"
+                       : fmt::format("the open-files limit of this shell is {} (soft) / {} (hard)", limit->soft,
+                                     limit->hard == Limit::kUnlimited ? std::string("unlimited")
+                                                                      : std::to_string(limit->hard));
+    fact.evidence.push_back({"nofile_soft", limit->soft, "count"});
+  }
+  host.facts.push_back(std::move(fact));
+}
+
+Confidence step(Confidence confidence, int by) {
+  const int value = std::clamp(static_cast<int>(confidence) + by, 0, 2);
+  return static_cast<Confidence>(value);
+}
+
+}  // namespace
+
+std::string_view to_string(HostVerdict verdict) {
+  switch (verdict) {
+    case HostVerdict::kConfirms: return "confirms";
+    case HostVerdict::kContradicts: return "contradicts";
+    case HostVerdict::kNeutral: return "neutral";
+    case HostVerdict::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagnosis) {
+  HostConfirmation host;
+  host.performed = true;
+  host.runtime = detect_runtime(context);
+  if (has_candidate(diagnosis, "host_oom")) {
+    add_kernel_log_facts(context, diagnosis, host);
+    add_check_facts(context, {"memory"}, "host_oom", host);
+  }
+  if (has_candidate(diagnosis, "shm_too_small") || has_candidate(diagnosis, "shm_stale")) {
+    add_check_facts(context, {"shm"}, "shm_too_small", host);
+  }
+  if (has_candidate(diagnosis, "disk_full") || has_candidate(diagnosis, "tmp_full")) {
+    add_path_facts(context, diagnosis, host);
+  }
+  if (has_candidate(diagnosis, "tmp_full")) add_check_facts(context, {"tmp"}, "tmp_full", host);
+  if (has_candidate(diagnosis, "fd_limit")) add_fd_facts(context, host);
+  return host;
+}
+
+void apply_host(Diagnosis& diagnosis, const HostConfirmation& host) {
+  if (!host.performed || diagnosis.candidates.empty()) return;
+  for (const HostFact& fact : host.facts) {
+    auto found = std::find_if(diagnosis.candidates.begin(), diagnosis.candidates.end(),
+                              [&](const Candidate& candidate) { return candidate.cause == fact.cause; });
+    if (fact.cause == "shm_stale" && fact.verdict == HostVerdict::kConfirms && found == diagnosis.candidates.end()) {
+      // The log says /dev/shm ran out; this host shows dead jobs' segments filling it.
+      auto small = std::find_if(diagnosis.candidates.begin(), diagnosis.candidates.end(),
+                                [](const Candidate& candidate) { return candidate.cause == "shm_too_small"; });
+      if (small == diagnosis.candidates.end()) continue;
+      Candidate stale;
+      stale.cause = "shm_stale";
+      stale.score = small->score + 1;
+      stale.confidence = small->confidence;
+      stale.signatures = small->signatures;
+      stale.matches = small->matches;
+      stale.reasoning.push_back(fmt::format(
+          "the log shows /dev/shm ran out, and on this host {}: segments of dead jobs, not the size, filled it.",
+          fact.summary));
+      diagnosis.candidates.push_back(std::move(stale));
+      continue;
+    }
+    if (found == diagnosis.candidates.end()) continue;
+    if (fact.verdict == HostVerdict::kConfirms) {
+      found->score += 5;
+      found->confidence = step(found->confidence, 1);
+      found->reasoning.push_back("confirmed on this host: " + fact.summary + ".");
+    } else if (fact.verdict == HostVerdict::kContradicts) {
+      found->score -= 3;
+      found->confidence = step(found->confidence, -1);
+      found->reasoning.push_back("contradicted on this host: " + fact.summary + ".");
+    }
+  }
+  std::stable_sort(diagnosis.candidates.begin(), diagnosis.candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+}
+
+std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime& runtime) {
+  std::vector<std::string> lines;
+  const Candidate* verdict = diagnosis.verdict();
+  if (verdict == nullptr) return lines;
+  if (verdict->cause == "shm_too_small") {
+    // NCCL names its segment size; a DataLoader does not, so ask for a size that fits common jobs.
+    std::uint64_t need = 2 * kGiB;
+    for (std::uint64_t size : diagnosis.fields.sizes) need = std::max(need, size * 16);
+    lines = shm_resize_remedies(runtime, need);
+  } else if (verdict->cause == "shm_stale") {
+    lines.emplace_back("remove the segments no live process holds: headroom clean --shm (lists them first)");
+  } else if (verdict->cause == "fd_limit" && runtime.kind == RuntimeKind::kDocker) {
+    lines.emplace_back("docker run --ulimit nofile=65536:65536 ...");
+  }
+  for (const std::string& remedy : diagnosis.remedies) {
+    if (std::find(lines.begin(), lines.end(), remedy) == lines.end()) lines.push_back(remedy);
+  }
+  return lines;
+}
+
+}  // namespace headroom

@@ -1,0 +1,216 @@
+// Loading the signature catalog: TOML (toml++) into Signature values, with every
+// pattern compiled once by RE2 to reject a bad one at load time, naming the file
+// and the signature, instead of failing in the middle of a scan.
+
+#include "core/signatures/catalog.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <toml++/toml.h>
+
+#include "core/signatures/literal.h"
+
+namespace headroom {
+
+namespace {
+
+constexpr std::string_view kKnownFields[] = {"pid",  "pids",   "killed_pid", "path",     "size",
+                                             "signal", "errno", "exit_code",  "errno_name"};
+
+Result<std::vector<std::string>> string_list(const toml::table& table, std::string_view key,
+                                             const std::string& where) {
+  std::vector<std::string> values;
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return values;
+  if (const auto* text = node->as_string()) {
+    values.push_back(text->get());
+    return values;
+  }
+  const toml::array* array = node->as_array();
+  if (array == nullptr) return fail(Error::parse(fmt::format("{}: '{}' must be a list of strings", where, key)));
+  for (const toml::node& item : *array) {
+    const auto* text = item.as_string();
+    if (text == nullptr) return fail(Error::parse(fmt::format("{}: '{}' must be a list of strings", where, key)));
+    values.push_back(text->get());
+  }
+  return values;
+}
+
+Result<void> check_pattern(const std::string& pattern, const std::string& where) {
+  RE2 compiled(pattern, RE2::Quiet);
+  if (!compiled.ok()) {
+    return fail(Error::parse(fmt::format("{}: bad pattern '{}': {}", where, pattern, compiled.error())));
+  }
+  for (const auto& [name, index] : compiled.NamedCapturingGroups()) {
+    (void)index;
+    if (std::find(std::begin(kKnownFields), std::end(kKnownFields), name) == std::end(kKnownFields)) {
+      return fail(Error::parse(fmt::format("{}: unknown field (?P<{}>...) in '{}'", where, name, pattern)));
+    }
+  }
+  return {};
+}
+
+Result<Strength> parse_strength(std::string_view text, const std::string& where) {
+  if (text == "decisive") return Strength::kDecisive;
+  if (text == "strong") return Strength::kStrong;
+  if (text == "suggestive") return Strength::kSuggestive;
+  return fail(Error::parse(fmt::format("{}: strength must be decisive, strong or suggestive, got '{}'", where, text)));
+}
+
+Result<Signature> parse_signature(const toml::table& table, std::string_view origin, std::size_t index) {
+  Signature signature;
+  signature.origin = std::string(origin);
+  signature.id = table["id"].value_or(std::string());
+  const std::string where = fmt::format("{}: signature #{}{}", origin, index + 1,
+                                        signature.id.empty() ? "" : " (" + signature.id + ")");
+  if (signature.id.empty()) return fail(Error::parse(where + ": missing 'id'"));
+  signature.cause = table["cause"].value_or(std::string());
+  if (signature.cause.empty()) return fail(Error::parse(where + ": missing 'cause'"));
+  auto strength = parse_strength(table["strength"].value_or(std::string("strong")), where);
+  if (!strength) return fail(strength.error());
+  signature.strength = *strength;
+
+  auto patterns = string_list(table, "patterns", where);
+  if (!patterns) return fail(patterns.error());
+  if (patterns->empty()) return fail(Error::parse(where + ": needs at least one pattern"));
+  for (const std::string& pattern : *patterns) {
+    if (auto checked = check_pattern(pattern, where); !checked) return fail(checked.error());
+  }
+  signature.patterns = std::move(*patterns);
+
+  auto literals = string_list(table, "literals", where);
+  if (!literals) return fail(literals.error());
+  signature.literals = std::move(*literals);
+  if (signature.literals.empty()) {
+    // One literal per pattern; a pattern without one makes the whole signature run on every line.
+    for (const std::string& pattern : signature.patterns) {
+      std::string literal = required_literal(pattern);
+      if (literal.empty()) {
+        signature.literals.clear();
+        break;
+      }
+      signature.literals.push_back(std::move(literal));
+    }
+  }
+
+  for (const char* key : {"requires_context", "excludes_context"}) {
+    std::string pattern = table[key].value_or(std::string());
+    if (pattern.empty()) continue;
+    RE2 compiled(pattern, RE2::Quiet);
+    if (!compiled.ok()) {
+      return fail(Error::parse(fmt::format("{}: bad {} '{}': {}", where, key, pattern, compiled.error())));
+    }
+    (std::string_view(key) == "requires_context" ? signature.requires_context
+                                                 : signature.excludes_context) = std::move(pattern);
+  }
+  const std::int64_t context_lines = table["context_lines"].value_or(std::int64_t{12});
+  if (context_lines < 0 || context_lines > 64) return fail(Error::parse(where + ": context_lines must be in 0..64"));
+  signature.context_lines = static_cast<std::size_t>(context_lines);
+  signature.cause_by_path = table["cause_by_path"].value_or(false);
+  signature.explanation = table["explanation"].value_or(std::string());
+  auto confirm = string_list(table, "confirm", where);
+  if (!confirm) return fail(confirm.error());
+  signature.confirm = std::move(*confirm);
+  auto remedies = string_list(table, "remedies", where);
+  if (!remedies) return fail(remedies.error());
+  signature.remedies = std::move(*remedies);
+  return signature;
+}
+
+/// Merges `extra` into `into`: a signature with a known id replaces the old one in place.
+Result<void> merge(Catalog& into, Catalog extra) {
+  std::map<std::string, std::size_t> position;
+  for (std::size_t i = 0; i < into.signatures.size(); ++i) position[into.signatures[i].id] = i;
+  for (Signature& signature : extra.signatures) {
+    const auto found = position.find(signature.id);
+    if (found != position.end()) {
+      into.signatures[found->second] = std::move(signature);
+    } else {
+      position[signature.id] = into.signatures.size();
+      into.signatures.push_back(std::move(signature));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+bool is_host_cause(std::string_view cause) {
+  return std::find(std::begin(kHostCauses), std::end(kHostCauses), cause) != std::end(kHostCauses);
+}
+
+std::string_view to_string(Strength strength) {
+  switch (strength) {
+    case Strength::kDecisive: return "decisive";
+    case Strength::kStrong: return "strong";
+    case Strength::kSuggestive: return "suggestive";
+  }
+  return "strong";
+}
+
+Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& error) {
+    const auto& begin = error.source().begin;
+    return fail(Error::parse(fmt::format("{}:{}:{}: {}", origin, begin.line, begin.column, error.description())));
+  }
+  Catalog catalog;
+  const toml::node* list = root.get("signature");
+  if (list == nullptr) return catalog;  // an empty file is a valid, empty catalog
+  const toml::array* array = list->as_array();
+  if (array == nullptr) return fail(Error::parse(fmt::format("{}: 'signature' must be an array of tables ([[signature]])", origin)));
+  std::map<std::string, bool> seen;
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::table* table = (*array)[i].as_table();
+    if (table == nullptr) return fail(Error::parse(fmt::format("{}: signature #{} is not a table", origin, i + 1)));
+    auto signature = parse_signature(*table, origin, i);
+    if (!signature) return fail(signature.error());
+    if (seen[signature->id]) return fail(Error::parse(fmt::format("{}: duplicate id '{}'", origin, signature->id)));
+    seen[signature->id] = true;
+    catalog.signatures.push_back(std::move(*signature));
+  }
+  return catalog;
+}
+
+Result<Catalog> load_catalog(std::span<const std::filesystem::path> extra_dirs) {
+  Catalog catalog;
+  for (const auto& [name, text] : builtin_catalog_files()) {
+    auto part = parse_catalog(text, fmt::format("builtin:{}", name));
+    if (!part) return fail(part.error());
+    if (auto merged = merge(catalog, std::move(*part)); !merged) return fail(merged.error());
+  }
+  for (const std::filesystem::path& dir : extra_dirs) {
+    std::error_code error;
+    std::vector<std::filesystem::path> files;
+    if (std::filesystem::is_regular_file(dir, error)) {
+      files.push_back(dir);
+    } else {
+      std::filesystem::directory_iterator it(dir, error);
+      if (error) return fail(Error::from_errno(error.value(), dir.string()));
+      for (const auto& entry : it) {
+        if (entry.path().extension() == ".toml") files.push_back(entry.path());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::filesystem::path& file : files) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) return fail(Error::from_errno(errno, file.string()));
+      std::ostringstream text;
+      text << in.rdbuf();
+      auto part = parse_catalog(text.str(), file.string());
+      if (!part) return fail(part.error());
+      if (auto merged = merge(catalog, std::move(*part)); !merged) return fail(merged.error());
+    }
+  }
+  return catalog;
+}
+
+}  // namespace headroom

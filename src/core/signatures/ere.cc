@@ -1,0 +1,102 @@
+// Exporting the catalog as POSIX ERE for `grep -E -f`: the benchmark's peer
+// tool scans with the same patterns. RE2-only syntax is rewritten to its ERE
+// equivalent; what has none ((?:...) groups, \d, \s, \w, \b) is mapped to
+// bracket expressions GNU grep understands.
+
+#include <string>
+
+#include "core/signatures/analyzer.h"
+
+namespace headroom {
+
+namespace {
+
+std::string to_ere(const std::string& pattern) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '(' && i + 1 < pattern.size() && pattern[i + 1] == '?') {
+      // (?P<name>  and  (?:  become a plain group.
+      std::size_t j = i + 2;
+      if (j < pattern.size() && pattern[j] == 'P') {
+        j = pattern.find('>', j);
+        if (j == std::string::npos) return out;
+        i = j;
+      } else {
+        i = j;  // skip ':'
+      }
+      out.push_back('(');
+      continue;
+    }
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char next = pattern[++i];
+      switch (next) {
+        case 'd': out += "[0-9]"; break;
+        case 'D': out += "[^0-9]"; break;
+        case 's': out += "[[:space:]]"; break;
+        case 'S': out += "[^[:space:]]"; break;
+        case 'w': out += "[[:alnum:]_]"; break;
+        case 'b': out += "\\b"; break;
+        default: out.push_back('\\'); out.push_back(next);
+      }
+      continue;
+    }
+    if (c == '[') {  // inside a class, \d \w \s become POSIX classes
+      std::size_t j = i + 1;
+      std::string inner;
+      while (j < pattern.size() && pattern[j] != ']') {
+        if (pattern[j] == '\\' && j + 1 < pattern.size()) {
+          const char e = pattern[j + 1];
+          if (e == 'd') inner += "0-9";
+          else if (e == 'w') inner += "[:alnum:]_";
+          else if (e == 's') inner += "[:space:]";
+          else inner.push_back(e);
+          j += 2;
+          continue;
+        }
+        inner.push_back(pattern[j++]);
+      }
+      // A '-' must come last to be literal in ERE.
+      {
+        bool literal_dash = false;
+        std::string rest;
+        for (std::size_t k = 0; k < inner.size(); ++k) {
+          const bool range = inner[k] == '-' && k > 0 && k + 1 < inner.size() && inner[k - 1] != '^' && inner[k - 1] != ':';
+          if (inner[k] == '-' && !range) {
+            literal_dash = true;
+          } else {
+            rest.push_back(inner[k]);
+          }
+        }
+        if (literal_dash) rest.push_back('-');
+        inner = std::move(rest);
+      }
+      out.push_back('[');
+      out.append(inner);
+      out.push_back(']');
+      i = j;
+      continue;
+    }
+    if ((c == '?' || c == '+' || c == '*') && !out.empty() && i > 0 &&
+        (pattern[i - 1] == '*' || pattern[i - 1] == '+' || pattern[i - 1] == '?' || pattern[i - 1] == '}')) {
+      continue;  // lazy quantifiers do not exist in ERE; the match set is the same
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string patterns_as_ere(const Catalog& catalog) {
+  std::string out;
+  for (const Signature& signature : catalog.signatures) {
+    for (const std::string& pattern : signature.patterns) {
+      out += to_ere(pattern);
+      out.push_back('\n');
+    }
+  }
+  return out;
+}
+
+}  // namespace headroom

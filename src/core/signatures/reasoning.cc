@@ -1,0 +1,186 @@
+// Weighing matches into causes. A signature counts once per cause however
+// often it repeats (a hung job prints the same traceback thousands of times);
+// strength sets its weight; rules that need several lines add to the score
+// and say why in the reasoning.
+
+#include "core/signatures/reasoning.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace headroom {
+
+namespace {
+
+constexpr double kDecisive = 10;
+constexpr double kStrong = 5;
+constexpr double kSuggestive = 1;
+
+double weight(Strength strength) {
+  switch (strength) {
+    case Strength::kDecisive: return kDecisive;
+    case Strength::kStrong: return kStrong;
+    case Strength::kSuggestive: return kSuggestive;
+  }
+  return kSuggestive;
+}
+
+/// The first sentence of an explanation, for the reasoning list.
+std::string first_sentence(const std::string& text) {
+  const std::size_t end = text.find(". ");
+  return end == std::string::npos ? text : text.substr(0, end + 1);
+}
+
+bool is_kill_signal(std::string_view signal) {
+  return signal == "Killed" || signal == "SIGKILL" || signal == "9" || signal == "KILL";
+}
+
+struct Building {
+  Candidate candidate;
+  bool decisive = false;
+  std::uint64_t first_order = ~std::uint64_t{0};
+};
+
+}  // namespace
+
+std::string cause_for_path(std::string_view path, std::string_view fallback) {
+  const auto starts = [&](std::string_view prefix) { return path.substr(0, prefix.size()) == prefix; };
+  if (starts("/dev/shm") || starts("/torch_") || starts("/nccl-") || starts("/psm_") ||
+      starts("/run/shm")) {
+    return "shm_too_small";
+  }
+  if (starts("/tmp") || starts("/var/tmp") || starts("/usr/tmp") ||
+      path.find("/pymp-") != std::string_view::npos || path.find("listener-") != std::string_view::npos) {
+    return "tmp_full";
+  }
+  return std::string(fallback);
+}
+
+Diagnosis reason(const Catalog& catalog, Observations observations) {
+  std::map<std::string, Building> causes;
+  // Signatures in the order they first matched, so reasoning reads like the log.
+  std::vector<std::pair<std::pair<std::size_t, std::string>, HitSummary>> hits(observations.hits.begin(),
+                                                                                observations.hits.end());
+  std::sort(hits.begin(), hits.end(),
+            [](const auto& a, const auto& b) { return a.second.first_order < b.second.first_order; });
+  for (const auto& [key, hit] : hits) {
+    const Signature& signature = catalog.signatures[key.first];
+    Building& building = causes[key.second];
+    building.candidate.cause = key.second;
+    building.candidate.score += weight(signature.strength);
+    building.candidate.matches += hit.count;
+    building.decisive = building.decisive || signature.strength == Strength::kDecisive;
+    building.first_order = std::min(building.first_order, hit.first_order);
+    building.candidate.signatures.push_back(signature.id);
+    building.candidate.reasoning.push_back(fmt::format(
+        "{}{} ({}, {}): {}", hit.first_reference, hit.count > 1 ? fmt::format(" and {} more", hit.count - 1) : "",
+        signature.id, to_string(signature.strength), first_sentence(signature.explanation)));
+  }
+
+  // A process the job saw die of SIGKILL, whose pid a kernel or userspace OOM killer named.
+  std::set<std::int64_t> correlated;
+  for (const auto& [pid, signal] : observations.signalled_pids) {
+    if (!is_kill_signal(signal)) continue;
+    for (const auto& [killed, reference] : observations.killed_pids) {
+      if (killed != pid || !correlated.insert(pid).second) continue;
+      Building& building = causes["host_oom"];
+      building.candidate.cause = "host_oom";
+      building.candidate.score += kDecisive;
+      building.decisive = true;
+      building.candidate.reasoning.push_back(fmt::format(
+          "pid {} died of SIGKILL and {} shows the OOM killer killed that same pid: the host or "
+          "cgroup ran out of memory.",
+          pid, reference));
+    }
+  }
+  const bool killed_by_sigkill = std::any_of(observations.signalled_pids.begin(), observations.signalled_pids.end(),
+                                             [](const auto& item) { return is_kill_signal(item.second); });
+  if (correlated.empty() && killed_by_sigkill && !observations.killed_pids.empty()) {
+    Building& building = causes["host_oom"];
+    building.candidate.score += kStrong;
+    building.candidate.reasoning.push_back(
+        "a process died of SIGKILL and the log also has OOM-killer lines, though for other pids "
+        "(a container's pid namespace renumbers pids).");
+  }
+
+  // How the job ended, when the caller saw it (headroom run).
+  const int exit_code = observations.exit_code.value_or(0);
+  const int signal = observations.signal.value_or(0);
+  const auto add_exit = [&](const std::string& cause, const std::string& why) {
+    Building& building = causes[cause];
+    building.candidate.cause = cause;
+    building.candidate.score += kStrong;
+    building.first_order = std::min(building.first_order, ~std::uint64_t{0} - 1);
+    building.candidate.reasoning.push_back(why);
+  };
+  if (signal == 9 || exit_code == 137) {
+    add_exit("host_oom", "the job ended by SIGKILL (exit status 137), the signal of the kernel OOM killer.");
+  } else if (signal == 7 || exit_code == 135) {
+    add_exit("shm_too_small", "the job ended by SIGBUS (exit status 135), what touching a page of a full /dev/shm raises.");
+  }
+
+  Diagnosis diagnosis;
+  std::vector<Building> ranked;
+  for (auto& [cause, building] : causes) {
+    building.candidate.cause = cause;
+    // Repetition adds a little, never enough to beat a stronger signature.
+    building.candidate.score += std::min<double>(static_cast<double>(building.candidate.matches), 50) * 0.01;
+    const double score = building.candidate.score;
+    building.candidate.confidence = building.decisive || score >= kDecisive ? Confidence::kHigh
+                                    : score >= kStrong                     ? Confidence::kMedium
+                                                                           : Confidence::kLow;
+    ranked.push_back(std::move(building));
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Building& a, const Building& b) {
+    if (a.candidate.score != b.candidate.score) return a.candidate.score > b.candidate.score;
+    return a.first_order < b.first_order;
+  });
+  if (ranked.size() > 1 && ranked[0].candidate.confidence == Confidence::kHigh &&
+      ranked[1].candidate.confidence == Confidence::kHigh &&
+      ranked[1].candidate.score * 2 > ranked[0].candidate.score) {
+    ranked[0].candidate.confidence = Confidence::kMedium;
+    ranked[0].candidate.reasoning.push_back(fmt::format(
+        "other lines point as strongly to {}: both are listed; the host checks can tell them apart.",
+        ranked[1].candidate.cause));
+  }
+  for (Building& building : ranked) diagnosis.candidates.push_back(std::move(building.candidate));
+
+  if (const Candidate* verdict = diagnosis.verdict()) {
+    for (const std::string& id : verdict->signatures) {
+      for (const Signature& signature : catalog.signatures) {
+        if (signature.id != id) continue;
+        if (!signature.explanation.empty() &&
+            std::find(diagnosis.explanations.begin(), diagnosis.explanations.end(), signature.explanation) ==
+                diagnosis.explanations.end()) {
+          diagnosis.explanations.push_back(signature.explanation);
+        }
+        for (const std::string& remedy : signature.remedies) {
+          if (std::find(diagnosis.remedies.begin(), diagnosis.remedies.end(), remedy) == diagnosis.remedies.end()) {
+            diagnosis.remedies.push_back(remedy);
+          }
+        }
+      }
+    }
+  }
+  diagnosis.evidence = std::move(observations.evidence);
+  diagnosis.fields = std::move(observations.fields);
+  diagnosis.lines = observations.lines;
+  diagnosis.bytes = observations.bytes;
+  diagnosis.exit_code = observations.exit_code;
+  diagnosis.signal = observations.signal;
+  return diagnosis;
+}
+
+std::string_view to_string(Confidence confidence) {
+  switch (confidence) {
+    case Confidence::kLow: return "low";
+    case Confidence::kMedium: return "medium";
+    case Confidence::kHigh: return "high";
+  }
+  return "low";
+}
+
+}  // namespace headroom
