@@ -76,7 +76,9 @@ const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
   const auto& samples = run.timeline.samples();
   const CgroupSample* found = nullptr;
   for (const JobSample& sample : samples) {
-    if (sample.host && sample.host->cgroup) {
+    // A sample taken as the job exits can see the root cgroup of a dead pid.
+    if (sample.host && sample.host->cgroup &&
+        (sample.host->cgroup->path != "/" || sample.host->cgroup->limit_bytes || found == nullptr)) {
       found = &*sample.host->cgroup;
       if (first) return found;
     }
@@ -113,7 +115,13 @@ PostmortemInput gather(const Context& context, const SupervisionResult& run,
     input.could_not_see.push_back("kernel log: " + kernel_log.error().message);
   }
   if (options.workers > 0 && options.batch_bytes) input.shm_need_bytes = dataloader_shm_need(options);
-  for (const std::string& reason : run.unreadable) input.could_not_see.push_back(reason);
+  for (const std::string& reason : run.unreadable) {
+    // Probes of a pid that just exited fail too; only missing privileges are blind spots.
+    if (reason.find("Permission denied") != std::string::npos ||
+        reason.find("Operation not permitted") != std::string::npos) {
+      input.could_not_see.push_back(reason);
+    }
+  }
   return input;
 }
 
@@ -160,6 +168,10 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
 std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
   auto command = std::make_shared<RunCommand>();
   add_check_flags(app, command->flags);
+  // Repeatable flags take one value per use, so `--only shm -- sh -c ...` ends at `--`.
+  for (const char* name : {"--dir", "--only"}) {
+    if (CLI::Option* option = app.get_option_no_throw(name)) option->allow_extra_args(false);
+  }
   app.add_option("--log", command->log, "also write the output to FILE (size-capped, rotated)");
   app.add_option("--log-size", command->log_size, "size of one log file before rotating (default 64MiB)");
   app.add_option("--log-keep", command->log_keep, "log files kept: FILE, FILE.1, ... (default 3)");

@@ -72,10 +72,11 @@ void filesystem_evidence(const PostmortemInput& input, FsRole role, Postmortem& 
   }
   result.resource = fmt::format("{} ({} on {})", fs->path, fs->fstype, fs->mountpoint);
   result.evidence.push_back({"filesystem", fs->path, ""});
-  result.evidence.push_back({"free_bytes_at_end", fs->avail_bytes, "bytes"});
-  result.evidence.push_back({"min_free_bytes", min_avail(*input.run, fs->path), "bytes"});
+  // The lowest free space seen is "at the time" of the failure: by the last
+  // sample a dying job may already have released (or unlinked) what it held.
+  result.evidence.push_back({"free_bytes_min", min_avail(*input.run, fs->path), "bytes"});
+  result.evidence.push_back({"free_bytes_last", fs->avail_bytes, "bytes"});
   result.evidence.push_back({"size_bytes", fs->total_bytes, "bytes"});
-  result.evidence.push_back({"used_percent_at_end", fs->used_percent(), "percent"});
 }
 
 void shm_evidence(const PostmortemInput& input, Postmortem& result) {

@@ -1,0 +1,53 @@
+#pragma once
+// `headroom prune`: scan a checkpoint directory, plan what the retention
+// policy keeps, and (only when asked) remove the rest safely.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/prune/checkpoints.h"
+#include "core/prune/removal.h"
+#include "core/prune/retention.h"
+#include "core/report/text.h"
+
+namespace headroom {
+
+/// What `prune` does.
+struct PruneOptions {
+  std::filesystem::path dir;  ///< absolute
+  RetentionPolicy policy;
+  std::chrono::milliseconds settle{200};  ///< growth-detection interval
+  bool remove = false;                    ///< false: plan only (dry run)
+  bool in_use = true;                     ///< consult the in-use index
+};
+
+/// The plan and, when removing, what happened.
+struct PruneResult {
+  CheckpointScan scan;
+  RetentionPlan plan;
+  RetentionPolicy policy;
+  bool removed = false;  ///< removals were attempted
+  std::vector<RemovalOutcome> outcomes;
+  std::int64_t now_ns = 0;
+
+  [[nodiscard]] std::uint64_t freed_bytes() const;
+  /// Planned removals that were skipped or failed.
+  [[nodiscard]] std::size_t not_removed() const;
+};
+
+/// Scans, plans and, with options.remove, removes.
+[[nodiscard]] Result<PruneResult> run_prune(const Context& context, const PruneOptions& options);
+
+/// The plan (or the outcome) for people, answer first; ends with a newline.
+[[nodiscard]] std::string render_prune_text(const PruneResult& result, const TextStyle& style);
+/// The documented JSON document (docs/json.md, "headroom prune --json").
+[[nodiscard]] nlohmann::ordered_json prune_to_json(const PruneResult& result);
+
+}  // namespace headroom

@@ -1,0 +1,148 @@
+// The human and JSON renderings of `headroom prune`.
+
+#include <fmt/format.h>
+
+#include "core/prune/prune.h"
+#include "core/units.h"
+#include "core/walk/du_render.h"
+
+namespace headroom {
+
+namespace {
+
+constexpr std::string_view kRed = "\033[31m";
+constexpr std::string_view kGreen = "\033[32m";
+constexpr std::string_view kReset = "\033[0m";
+
+std::string paint(const TextStyle& style, std::string_view color, const std::string& text) {
+  return style.color ? fmt::format("{}{}{}", color, text, kReset) : text;
+}
+
+std::string display_name(const Checkpoint& checkpoint) {
+  return checkpoint.directory ? checkpoint.name + "/" : checkpoint.name;
+}
+
+std::string number_text(const CheckpointName& parsed) {
+  if (parsed.step) return std::to_string(*parsed.step);
+  if (parsed.epoch) return "e" + std::to_string(*parsed.epoch);
+  return "-";
+}
+
+const RemovalOutcome* outcome_of(const PruneResult& result, std::size_t index) {
+  for (const RemovalOutcome& outcome : result.outcomes) {
+    if (outcome.index == index) return &outcome;
+  }
+  return nullptr;
+}
+
+std::string_view status_name(RemovalStatus status) {
+  switch (status) {
+    case RemovalStatus::kRemoved: return "removed";
+    case RemovalStatus::kSkipped: return "skipped";
+    case RemovalStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+std::string headline(const PruneResult& result, const TextStyle& style) {
+  const std::string dir = result.scan.dir.string();
+  if (result.scan.checkpoints.empty()) return fmt::format("{}: no checkpoints found\n", dir);
+  if (result.plan.deletions == 0) {
+    return fmt::format("{}: nothing to prune: all {} checkpoints are kept\n", dir,
+                       result.scan.checkpoints.size());
+  }
+  if (!result.removed) {
+    return fmt::format("{}: would delete {} of {} checkpoints, freeing {} (dry run: add --yes to delete)\n",
+                       dir, result.plan.deletions, result.scan.checkpoints.size(),
+                       paint(style, kRed, format_bytes(result.plan.delete_bytes)));
+  }
+  std::string line = fmt::format("{}: deleted {} checkpoints, freed {}", dir,
+                                 result.outcomes.size() - result.not_removed(),
+                                 paint(style, kGreen, format_bytes(result.freed_bytes())));
+  if (result.not_removed() > 0) line += fmt::format("; {} not removed (see below)", result.not_removed());
+  return line + "\n";
+}
+
+}  // namespace
+
+std::string render_prune_text(const PruneResult& result, const TextStyle& style) {
+  std::string out = headline(result, style);
+  if (result.scan.checkpoints.empty()) return out;
+  out += fmt::format("Ordered by {}.\n\n", result.plan.ordered_by);
+  out += fmt::format("{:<8}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n", "ACTION", "SIZE", "STEP", "AGE", "NAME", "WHY");
+  for (const PlannedCheckpoint& item : result.plan.items) {
+    const Checkpoint& checkpoint = result.scan.checkpoints[item.index];
+    std::string action = item.decision == Decision::kKeep ? "keep" : "delete";
+    std::string why = fmt::format("{}", fmt::join(item.reasons, "; "));
+    if (const RemovalOutcome* outcome = outcome_of(result, item.index)) {
+      action = std::string(status_name(outcome->status));
+      if (outcome->status != RemovalStatus::kRemoved) why = outcome->reason;
+    }
+    const std::string padded = fmt::format("{:<8}", action);
+    out += fmt::format("{}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n",
+                       paint(style, item.decision == Decision::kKeep ? kGreen : kRed, padded),
+                       format_bytes(checkpoint.tally.disk_bytes), number_text(checkpoint.parsed),
+                       format_age(result.now_ns, checkpoint.tally.newest_mtime_ns),
+                       display_name(checkpoint), why);
+  }
+  if (result.scan.mounts_skipped > 0) {
+    out += fmt::format("\n{} checkpoint-named mount point(s) of other filesystems were left alone.\n",
+                       result.scan.mounts_skipped);
+  }
+  if (!result.scan.in_use_note.empty()) out += fmt::format("\nIn use: {}\n", result.scan.in_use_note);
+  return out;
+}
+
+nlohmann::ordered_json prune_to_json(const PruneResult& result) {
+  nlohmann::ordered_json items = nlohmann::ordered_json::array();
+  for (const PlannedCheckpoint& item : result.plan.items) {
+    const Checkpoint& checkpoint = result.scan.checkpoints[item.index];
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : checkpoint.parsed.metrics) metrics[name] = value;
+    nlohmann::ordered_json holders = nlohmann::ordered_json::array();
+    for (const CheckpointHolder& holder : checkpoint.holders) {
+      holders.push_back({{"pid", holder.pid}, {"command", holder.command}, {"user", holder.user}, {"how", holder.how}});
+    }
+    nlohmann::ordered_json json = {
+        {"name", checkpoint.name},
+        {"path", (result.scan.dir / checkpoint.name).string()},
+        {"type", checkpoint.directory ? "directory" : "file"},
+        {"step", checkpoint.parsed.step ? nlohmann::ordered_json(*checkpoint.parsed.step) : nullptr},
+        {"epoch", checkpoint.parsed.epoch ? nlohmann::ordered_json(*checkpoint.parsed.epoch) : nullptr},
+        {"metrics", metrics},
+        {"disk_bytes", checkpoint.tally.disk_bytes},
+        {"apparent_bytes", checkpoint.tally.apparent_bytes},
+        {"newest_mtime", checkpoint.tally.newest_mtime_ns / 1'000'000'000},
+        {"growing", checkpoint.growing},
+        {"holders", holders},
+        {"decision", item.decision == Decision::kKeep ? "keep" : "delete"},
+        {"reasons", item.reasons},
+    };
+    if (const RemovalOutcome* outcome = outcome_of(result, item.index)) {
+      json["outcome"] = status_name(outcome->status);
+      json["outcome_reason"] = outcome->reason;
+    }
+    items.push_back(std::move(json));
+  }
+  const RetentionPolicy& policy = result.policy;
+  return {
+      {"dir", result.scan.dir.string()},
+      {"dry_run", !result.removed},
+      {"ordered_by", result.plan.ordered_by},
+      {"policy",
+       {{"keep_last", policy.keep_last},
+        {"keep_best", policy.keep_best},
+        {"metric", result.plan.metric},
+        {"mode", result.plan.mode == MetricMode::kMin ? "min" : result.plan.mode == MetricMode::kMax ? "max" : ""},
+        {"keep_every", policy.keep_every}}},
+      {"checkpoints", items},
+      {"delete_count", result.plan.deletions},
+      {"delete_bytes", result.plan.delete_bytes},
+      {"removed_count", result.outcomes.size() - result.not_removed()},
+      {"not_removed_count", result.not_removed()},
+      {"freed_bytes", result.freed_bytes()},
+      {"in_use_note", result.scan.in_use_note},
+  };
+}
+
+}  // namespace headroom

@@ -1,0 +1,203 @@
+"""headroom run end to end: real PyTorch jobs under `headroom run` in private
+mount namespaces and memory cgroups, each ending with the right verdict and
+naming the process that died; and the plain cases (success, SIGTERM)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HEADROOM, PYTHON, MemoryCgroup, have_torch, in_namespace, require_root
+
+pytestmark = pytest.mark.skipif(not have_torch(), reason="needs Debian's python3-torch")
+
+SHM_JOB = r'''
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Images(Dataset):
+    def __len__(self): return 256
+    def __getitem__(self, i): return torch.rand((3, 512, 512)), i % 10
+model = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(8), torch.nn.Flatten(), torch.nn.Linear(192, 10))
+for step, (x, y) in enumerate(DataLoader(Images(), batch_size=8, num_workers=2)):
+    loss = torch.nn.functional.cross_entropy(model(x), y); loss.backward()
+    print("step", step, flush=True)
+'''
+
+OOM_JOB = r'''
+import os, torch
+from torch.utils.data import DataLoader, Dataset
+class Decoded(Dataset):
+    def __init__(self): self.cache = {}
+    def __len__(self): return 64
+    def __getitem__(self, i):
+        if i not in self.cache:
+            v = torch.empty(16 * 2**20); v.fill_(float(i)); self.cache[i] = v
+        return self.cache[i][:1024].clone()
+for step, x in enumerate(DataLoader(Decoded(), batch_size=4, num_workers=2,
+                                    worker_init_fn=lambda w: print("worker", w, os.getpid(), flush=True))):
+    print("step", step, flush=True)
+'''
+
+SAVE_JOB = r'''
+import os, sys, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(3)])
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+x = torch.randn(8, 2048)
+for epoch in range(4):
+    model(x).sum().backward(); opt.step()
+    path = os.path.join(sys.argv[1], f"ckpt_epoch{epoch}.pt")
+    print("saving", path, flush=True)
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+'''
+
+FD_JOB = r'''
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Embeddings(Dataset):
+    def __len__(self): return 4000
+    def __getitem__(self, i): return torch.full((16,), float(i))
+feats = []
+for step, b in enumerate(DataLoader(Embeddings(), batch_size=4, num_workers=2)):
+    feats.append(b)
+'''
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def report(path: Path) -> dict:
+    assert path.exists(), "no --report written"
+    return json.loads(path.read_text())
+
+
+def evidence(doc: dict, name: str):
+    for entry in doc["evidence"]:
+        if entry["name"] == name:
+            return entry["value"]
+    pytest.fail(f"no evidence {name}: {doc['evidence']}")
+
+
+def test_success_passes_output_through_byte_for_byte(headroom, tmp_path):
+    job = write(tmp_path, "ok.py", 'import sys\nfor i in range(2000):\n'
+                '    sys.stdout.write(f"line {i} \\x00 \\r progress {i}%\\n")\n'
+                'sys.stderr.write("to stderr\\n")\nsys.stdout.write("no newline at end")\n')
+    direct = subprocess.run([PYTHON, str(job)], capture_output=True)
+    wrapped = subprocess.run([headroom, "run", "--only", "container", "--", PYTHON, str(job)],
+                             capture_output=True)
+    assert wrapped.returncode == 0
+    assert wrapped.stdout == direct.stdout
+    # The job's stderr is passed through too; headroom adds nothing on success.
+    assert wrapped.stderr == direct.stderr
+
+
+def test_exit_code_is_the_jobs(headroom):
+    result = subprocess.run([headroom, "run", "--only", "container", "--", "sh", "-c", "exit 7"],
+                            capture_output=True, text=True)
+    assert result.returncode == 7
+    missing = subprocess.run([headroom, "run", "--", "/nonexistent/cmd"], capture_output=True, text=True)
+    assert missing.returncode == 127 and "cannot run" in missing.stderr
+
+
+def test_sigterm_is_forwarded_and_not_diagnosed(headroom, tmp_path):
+    job = write(tmp_path, "sleepy.py", 'import time\nprint("ready", flush=True)\ntime.sleep(60)\n')
+    proc = subprocess.Popen([headroom, "run", "--only", "container", "--report", str(tmp_path / "r.json"),
+                             "--", PYTHON, str(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)  # our own child: headroom
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143
+    assert "stopped by SIGTERM" in err
+    assert "the job failed" not in err
+    doc = report(tmp_path / "r.json")
+    assert doc["failed"] is False and doc["verdict"]["cause"] == "stopped"
+    assert doc["forwarded_signals"][0]["signal"] == "SIGTERM"
+
+
+def test_dataloader_with_64m_shm_is_shm_too_small(headroom, tmp_path):
+    job = write(tmp_path, "shm.py", SHM_JOB)
+    result = in_namespace(f'''
+        mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm
+        "$HEADROOM" run --interval 200ms --workers 2 --batch-bytes 24MiB --report {tmp_path}/r.json \
+            -- "$PY" {job}
+    ''', timeout=120)
+    assert result.returncode != 0, result.stderr
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "shm_too_small", result.stderr
+    assert doc["process"]["role"] == "dataloader_worker", result.stderr
+    assert evidence(doc, "shm_need_bytes") == 4 * 24 * 2**20
+    assert evidence(doc, "size_bytes") == 64 * 2**20
+    assert evidence(doc, "free_bytes_min") < 24 * 2**20
+    assert doc["remedy"], result.stderr
+    assert "shm_too_small" in result.stderr and "DataLoader worker" in result.stderr
+
+
+def test_memory_cgroup_too_small_is_host_oom_naming_the_worker(headroom, tmp_path):
+    job = write(tmp_path, "oom.py", OOM_JOB)
+    limit = 1 << 30
+    with MemoryCgroup(limit) as cgroup:
+        # headroom runs inside the job's cgroup, as it would in a container.
+        result = subprocess.run(cgroup.wrap([headroom, "run", "--interval", "200ms", "--report",
+                                             str(tmp_path / "r.json"), "--", PYTHON, str(job)]),
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        kills = cgroup.oom_kills()
+    assert kills >= 1, result.stdout + result.stderr
+    assert result.returncode != 0
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "host_oom", result.stderr
+    assert doc["process"]["role"] == "dataloader_worker", result.stderr
+    worker_pids = {int(line.split()[2]) for line in result.stdout.splitlines() if line.startswith("worker ")}
+    assert doc["process"]["pid"] in worker_pids, (doc["process"], worker_pids)
+    assert evidence(doc, "cgroup_limit_bytes") == limit
+    assert f"pid {doc['process']['pid']}" in result.stderr
+
+
+def test_torch_save_into_a_full_tmpfs_is_disk_full(headroom, tmp_path, scratch):
+    job = write(tmp_path, "save.py", SAVE_JOB)
+    ckpt = scratch / "ckpt"
+    ckpt.mkdir()
+    result = in_namespace(f'''
+        mount -t tmpfs -o size=100m tmpfs {ckpt}
+        "$HEADROOM" run --interval 200ms --dir {ckpt} --report {tmp_path}/r.json -- "$PY" {job} {ckpt} || rc=$?
+        umount {ckpt}
+        exit ${{rc:-0}}
+    ''', timeout=120)
+    assert result.returncode != 0, result.stderr
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "disk_full", result.stderr
+    assert evidence(doc, "filesystem") == str(ckpt)
+    assert evidence(doc, "free_bytes_min") < 40 * 2**20
+    assert str(ckpt) in result.stderr
+
+
+def test_low_ulimit_with_file_descriptor_sharing_is_fd_limit(headroom, tmp_path):
+    job = write(tmp_path, "fds.py", FD_JOB)
+    result = subprocess.run(["bash", "-c", f'ulimit -n 256 && exec "$0" run --interval 200ms '
+                             f'--report {tmp_path}/r.json -- {PYTHON} {job}', headroom],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "fd_limit", result.stderr
+    assert evidence(doc, "fd_limit") == 256
+
+
+def test_log_file_rotates_and_counts_nothing_lost(headroom, tmp_path):
+    log = tmp_path / "job.log"
+    result = subprocess.run([headroom, "run", "--only", "container", "--log", str(log), "--log-size", "64KiB",
+                             "--log-keep", "2", "--", PYTHON, "-c",
+                             "import sys\nfor i in range(20000): print('x' * 20, i)"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0
+    assert log.exists() and Path(f"{log}.1").exists() and not Path(f"{log}.2").exists()
+    assert log.stat().st_size <= 64 * 1024
+    assert (Path(f"{log}.1").read_text() + log.read_text()) in result.stdout
