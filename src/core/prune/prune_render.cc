@@ -12,11 +12,6 @@ namespace {
 
 constexpr std::string_view kRed = "\033[31m";
 constexpr std::string_view kGreen = "\033[32m";
-constexpr std::string_view kReset = "\033[0m";
-
-std::string paint(const TextStyle& style, std::string_view color, const std::string& text) {
-  return style.color ? fmt::format("{}{}{}", color, text, kReset) : text;
-}
 
 std::string display_name(const Checkpoint& checkpoint) {
   return checkpoint.directory ? checkpoint.name + "/" : checkpoint.name;

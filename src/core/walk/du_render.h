@@ -12,6 +12,9 @@
 
 namespace headroom {
 
+/// `text` wrapped in the ANSI `color` and a reset when the style has colour.
+[[nodiscard]] std::string paint(const TextStyle& style, std::string_view color, const std::string& text);
+
 /// "45s ago", "12m ago", "3h ago", "5d ago"; "in the future" for clock skew.
 [[nodiscard]] std::string format_age(std::int64_t now_ns, std::int64_t then_ns);
 /// 1234567 -> "1,234,567".

@@ -14,11 +14,6 @@ constexpr std::string_view kBold = "\033[1m";
 constexpr std::string_view kYellow = "\033[33m";
 constexpr std::string_view kReset = "\033[0m";
 
-std::string paint(const TextStyle& style, std::string_view color, const std::string& text) {
-  if (!style.color) return text;
-  return fmt::format("{}{}{}", color, text, kReset);
-}
-
 std::string holders_text(const DuEntry& entry) {
   if (entry.held_files == 0) return "";
   if (entry.holders.empty()) return fmt::format("{} held", entry.held_files);
@@ -48,6 +43,11 @@ std::string list_problems(const DuReport& report) {
 }
 
 }  // namespace
+
+std::string paint(const TextStyle& style, std::string_view color, const std::string& text) {
+  if (!style.color) return text;
+  return fmt::format("{}{}{}", color, text, kReset);
+}
 
 std::string format_age(std::int64_t now_ns, std::int64_t then_ns) {
   if (then_ns <= 0) return "-";
