@@ -1,0 +1,243 @@
+"""headroom prune on real checkpoint directories laid out the way Hugging Face
+Trainer, PyTorch Lightning and DeepSpeed write them, with a real process still
+writing a checkpoint, and checkpoints of an older run whose names sort later."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import in_namespace
+
+DAY = 86400
+
+
+def set_mtime(path: Path, when: float) -> None:
+    for child in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        os.utime(child, (when, when), follow_symlinks=False)
+
+
+def hf_checkpoint(root: Path, step: int, when: float, best: str | None = None) -> Path:
+    d = root / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text('{"model_type": "gpt2"}')
+    (d / "model.safetensors").write_bytes(os.urandom(200_000))
+    (d / "optimizer.pt").write_bytes(os.urandom(400_000))
+    state = {"global_step": step, "best_model_checkpoint": best, "log_history": []}
+    (d / "trainer_state.json").write_text(json.dumps(state))
+    set_mtime(d, when)
+    return d
+
+
+def prune(headroom: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([headroom, "prune", *args], capture_output=True, text=True, timeout=120)
+
+
+def plan(headroom: str, *args: str) -> dict:
+    result = prune(headroom, "--json", *args)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def decisions(report: dict) -> dict[str, str]:
+    return {item["name"]: item["decision"] for item in report["checkpoints"]}
+
+
+def reasons(report: dict, name: str) -> str:
+    for item in report["checkpoints"]:
+        if item["name"] == name:
+            return "; ".join(item["reasons"])
+    pytest.fail(f"{name} not in plan")
+
+
+def test_hugging_face_output_dir(headroom, scratch):
+    now = time.time()
+    out = scratch / "output"
+    # An older run left checkpoint-900 (two days old); this run is at step 1000.
+    # As text "checkpoint-900" sorts after "checkpoint-1000": steps must win.
+    hf_checkpoint(out, 900, now - 2 * DAY)
+    for i, step in enumerate([200, 400, 600, 800, 1000]):
+        hf_checkpoint(out, step, now - 3600 * (5 - i), best="output/checkpoint-400" if step == 1000 else None)
+    (out / "latest").symlink_to("checkpoint-200")
+    (out / "training_args.bin").write_bytes(b"args")
+    (out / "runs").mkdir()
+
+    report = plan(headroom, str(out), "--keep-last", "2")
+    assert report["dry_run"] is True and report["ordered_by"] == "step number"
+    assert decisions(report) == {
+        "checkpoint-200": "keep", "checkpoint-400": "keep", "checkpoint-600": "delete",
+        "checkpoint-800": "delete", "checkpoint-900": "keep", "checkpoint-1000": "keep"}
+    assert "newest complete checkpoint" in reasons(report, "checkpoint-1000")
+    assert "symlink 'latest' points to it" in reasons(report, "checkpoint-200")
+    assert "best_model_checkpoint in checkpoint-1000/trainer_state.json" in reasons(report, "checkpoint-400")
+    assert [item["step"] for item in report["checkpoints"]] == [200, 400, 600, 800, 900, 1000]
+    assert all((out / f"checkpoint-{s}").is_dir() for s in (600, 800))  # dry run deletes nothing
+    sizes = {item["name"]: item["disk_bytes"] for item in report["checkpoints"]}
+    assert report["delete_bytes"] == sizes["checkpoint-600"] + sizes["checkpoint-800"]
+
+    # --keep-last 1: the older run's checkpoint-900 goes, checkpoint-1000 stays.
+    result = prune(headroom, str(out), "--keep-last", "1", "--yes")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"{out}: deleted 3 checkpoints, freed ")
+    left = sorted(p.name for p in out.iterdir())
+    assert left == ["checkpoint-1000", "checkpoint-200", "checkpoint-400", "latest", "runs", "training_args.bin"]
+    assert (out / "latest").resolve() == out / "checkpoint-200"
+
+
+def test_lightning_checkpoints_with_last_and_best(headroom, scratch):
+    now = time.time()
+    ckpts = scratch / "checkpoints"
+    ckpts.mkdir()
+    losses = [0.9, 0.5, 0.3, 0.45, 0.6, 0.7]
+    for epoch, loss in enumerate(losses):
+        f = ckpts / f"epoch={epoch}-step={(epoch + 1) * 100}-val_loss={loss:.2f}.ckpt"
+        f.write_bytes(os.urandom(50_000))
+        set_mtime(f, now - 1000 + epoch * 100)
+    # A previous run's epoch=9 is older than everything but sorts after epoch=10 as text.
+    old = ckpts / "epoch=9-step=90-val_loss=0.80.ckpt"
+    old.write_bytes(os.urandom(50_000))
+    set_mtime(old, now - 5 * DAY)
+    (ckpts / "last.ckpt").write_bytes(os.urandom(50_000))
+
+    report = plan(headroom, str(ckpts), "--keep-last", "2", "--keep-best", "1")
+    assert report["policy"]["metric"] == "val_loss" and report["policy"]["mode"] == "min"
+    assert decisions(report) == {
+        "epoch=9-step=90-val_loss=0.80.ckpt": "delete",
+        "epoch=0-step=100-val_loss=0.90.ckpt": "delete",
+        "epoch=1-step=200-val_loss=0.50.ckpt": "delete",
+        "epoch=2-step=300-val_loss=0.30.ckpt": "keep",   # best val_loss
+        "epoch=3-step=400-val_loss=0.45.ckpt": "delete",
+        "epoch=4-step=500-val_loss=0.60.ckpt": "keep",   # 2 newest
+        "epoch=5-step=600-val_loss=0.70.ckpt": "keep",
+        "last.ckpt": "keep"}
+    assert "best by val_loss = 0.3" in reasons(report, "epoch=2-step=300-val_loss=0.30.ckpt")
+    assert "no step number" in reasons(report, "last.ckpt") and "best/last" in reasons(report, "last.ckpt")
+
+    text = prune(headroom, str(ckpts), "--keep-last", "2", "--keep-best", "1")
+    assert text.returncode == 0
+    assert text.stdout.startswith(f"{ckpts}: would delete 4 of 8 checkpoints, freeing ")
+    assert "(dry run: add --yes to delete)" in text.stdout.splitlines()[0]
+
+    result = prune(headroom, str(ckpts), "--keep-last", "2", "--keep-best", "1", "--yes")
+    assert result.returncode == 0, result.stdout
+    assert sorted(p.name for p in ckpts.iterdir()) == [
+        "epoch=2-step=300-val_loss=0.30.ckpt", "epoch=4-step=500-val_loss=0.60.ckpt",
+        "epoch=5-step=600-val_loss=0.70.ckpt", "last.ckpt"]
+
+
+WRITER = r"""
+import os, sys, time
+path = sys.argv[1]
+with open(path, "wb") as f:            # held open while it grows, like torch.save
+    while True:
+        f.write(os.urandom(65536)); f.flush(); os.fsync(f.fileno())
+        time.sleep(0.02)
+"""
+
+APPENDER = r"""
+import os, sys, time
+path = sys.argv[1]
+while True:                            # reopened for each chunk: never held for long
+    with open(path, "ab") as f:
+        f.write(os.urandom(65536))
+    time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("writer,flags", [(WRITER, []), (APPENDER, ["--no-holders"])],
+                         ids=["held-open", "growing-only"])
+def test_checkpoint_being_written_is_never_deleted(headroom, scratch, writer, flags):
+    now = time.time()
+    for epoch in range(4):
+        f = scratch / f"epoch={epoch}-step={epoch * 100}.ckpt"
+        f.write_bytes(os.urandom(30_000))
+        set_mtime(f, now - 1000 + epoch)
+    live = scratch / "epoch=4-step=400.ckpt"
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(live)])
+    try:
+        deadline = time.time() + 10
+        while (not live.exists() or live.stat().st_size == 0) and time.time() < deadline:
+            time.sleep(0.05)
+        report = plan(headroom, str(scratch), "--keep-last", "1", *flags)
+        result = prune(headroom, str(scratch), "--keep-last", "1", "--yes", *flags)
+        assert proc.poll() is None, "the writer died"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert decisions(report)["epoch=4-step=400.ckpt"] == "keep"
+    why = reasons(report, "epoch=4-step=400.ckpt")
+    assert "still being written" in why
+    if writer is WRITER:
+        assert f"[{proc.pid}]" in why and "(root, fd)" in why
+    # It is not complete, so the newest complete one is step 300, which is kept too.
+    assert "newest complete checkpoint" in reasons(report, "epoch=3-step=300.ckpt")
+    assert result.returncode == 0, result.stdout
+    assert sorted(p.name for p in scratch.iterdir()) == ["epoch=3-step=300.ckpt", "epoch=4-step=400.ckpt"]
+
+
+def test_deepspeed_latest_file_and_temporary_names(headroom, scratch):
+    now = time.time()
+    for i, step in enumerate([100, 200, 300]):
+        d = scratch / f"global_step{step}"
+        d.mkdir()
+        (d / "mp_rank_00_model_states.pt").write_bytes(os.urandom(20_000))
+        set_mtime(d, now - 100 + i)
+    (scratch / "latest").write_text("global_step100\n")
+    tmp = scratch / "tmp-checkpoint-400"
+    tmp.mkdir()
+    (tmp / "model.safetensors").write_bytes(b"partial")
+    report = plan(headroom, str(scratch), "--keep-last", "1")
+    assert decisions(report) == {"global_step100": "keep", "global_step200": "delete",
+                                 "global_step300": "keep", "tmp-checkpoint-400": "keep"}
+    assert "named by DeepSpeed's 'latest' file" in reasons(report, "global_step100")
+    assert "temporary name" in reasons(report, "tmp-checkpoint-400")
+
+
+def test_never_crosses_a_mount_inside_a_checkpoint(headroom, scratch):
+    for i, step in enumerate([100, 200]):
+        hf_checkpoint(scratch, step, time.time() - 100 + i)
+    (scratch / "checkpoint-100" / "mnt").mkdir()
+    out = scratch.parent / (scratch.name + "-out")
+    out.mkdir()
+    try:
+        result = in_namespace(f"""
+            mount -t tmpfs tmpfs {scratch}/checkpoint-100/mnt
+            echo precious > {scratch}/checkpoint-100/mnt/keep-me
+            set +e
+            "$HEADROOM" prune --json {scratch} --keep-last 1 --yes > {out}/result.json
+            echo $? > {out}/rc
+            cat {scratch}/checkpoint-100/mnt/keep-me > {out}/after
+        """)
+        assert result.returncode == 0, result.stderr
+        report = json.loads((out / "result.json").read_text())
+        assert (out / "rc").read_text().strip() == "1"  # a planned removal failed
+        assert (out / "after").read_text() == "precious\n"
+        item = next(i for i in report["checkpoints"] if i["name"] == "checkpoint-100")
+        assert item["outcome"] == "failed" and "not crossed" in item["outcome_reason"]
+        assert report["not_removed_count"] == 1
+    finally:
+        subprocess.run(["rm", "-rf", str(out)])
+
+
+def test_usage_errors_exit_2(headroom, scratch):
+    (scratch / "step=1-a=1-b=2.ckpt").write_bytes(b"x")
+    for args, needle in [
+        ([str(scratch)], "--keep-last"),
+        ([str(scratch / "missing"), "--keep-last", "1"], "missing"),
+        ([str(scratch), "--keep-last", "1", "--keep-best", "1"], "--metric"),
+    ]:
+        result = prune(headroom, *args)
+        assert result.returncode == 2, (args, result.stdout)
+        assert needle in result.stderr and result.stdout == ""
+
+
+def test_nothing_to_prune_exits_0(headroom, scratch):
+    (scratch / "model_5.pt").write_bytes(b"x")
+    result = prune(headroom, str(scratch), "--keep-last", "3", "--yes")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"{scratch}: nothing to prune: all 1 checkpoints are kept")
