@@ -5,6 +5,7 @@
 // reproduced in ../shared/corpus (tmp_full): a fallback is silent, no usable
 // candidate makes every DataLoader worker's feeder thread fail with "No usable
 // temporary directory found" and the training loop hang.
+#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -64,10 +65,17 @@ std::vector<std::string> tmp_remedies(const TmpState& state,
   const std::filesystem::path& job_dir = state.input.options.dirs.empty()
                                              ? state.input.context.working_directory
                                              : state.input.options.dirs.front();
-  lines.push_back(fmt::format(
-      "point Python at a dir with space before the job starts: mkdir -p {0}/.tmp && export "
-      "TMPDIR={0}/.tmp",
-      job_dir.string()));
+  // Suggest the job's own dir only when Python could use it.
+  if (try_tempdir(state.input.context.root, {job_dir.string(), job_dir, "dir"}).usable()) {
+    lines.push_back(fmt::format(
+        "point Python at a dir with space before the job starts: mkdir -p {0}/.tmp && export "
+        "TMPDIR={0}/.tmp",
+        job_dir.string()));
+  } else {
+    lines.emplace_back(
+        "point Python at a writable dir with space before the job starts: export "
+        "TMPDIR=/path/with/space");
+  }
   for (const CandidateOutcome& outcome : state.resolution.tried) {
     if (!full_dir && (outcome.error == ENOSPC || outcome.error == EDQUOT)) {
       full_dir = outcome.candidate.path;
