@@ -1,0 +1,125 @@
+#include "daemon/config.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/metrics.h"
+#include "daemon/sinks.h"
+
+namespace headroom::daemon {
+namespace {
+
+TEST(ApplyToml, ReadsEveryTable) {
+  DaemonConfig config;
+  const auto applied = apply_toml(R"(
+interval = "200ms"
+window = "5m"
+dirs = ["/ckpt", "/logs"]
+listen = "127.0.0.1:9999"
+[alerts]
+warn_percent = 80
+eta_horizon = "30m"
+ckpt_size = "20GiB"
+keep = 2
+[sinks]
+stderr = false
+webhook = "http://127.0.0.1:1/hook"
+signal = ["USR1:42"]
+[delivery]
+timeout = "1s"
+retries = 1
+queue = 8
+)",
+                                  "watch.toml", config);
+  ASSERT_TRUE(applied) << applied.error().message;
+  EXPECT_EQ(config.interval, std::chrono::milliseconds(200));
+  EXPECT_EQ(config.watch.window, std::chrono::minutes(5));
+  EXPECT_EQ(config.watch.sample.dirs.size(), 2u);
+  EXPECT_EQ(config.listen, "127.0.0.1:9999");
+  EXPECT_EQ(config.watch.alerts.warn_percent, 80);
+  EXPECT_EQ(config.watch.alerts.eta_horizon, std::chrono::minutes(30));
+  EXPECT_EQ(config.watch.alerts.checkpoint_bytes, 20ull << 30);
+  EXPECT_FALSE(config.stderr_alerts);
+  ASSERT_EQ(config.sinks.size(), 2u);
+  // toml++ keeps keys sorted: the order of kinds is not the file's.
+  EXPECT_EQ(config.sinks[0].kind, SinkKind::kSignal);
+  EXPECT_EQ(config.sinks[0].target, "USR1:42");
+  EXPECT_EQ(config.sinks[1].kind, SinkKind::kWebhook);
+  EXPECT_EQ(config.delivery.queue_capacity, 8u);
+}
+
+struct BadCase {
+  const char* text;
+  const char* message;  ///< a part of the error
+};
+
+TEST(ApplyToml, RejectsWithLineAndReasonAndKeepsTheConfig) {
+  const BadCase cases[] = {
+      {"interval = \"5s\"\nbogus = 1\n", "watch.toml:2: bogus: unknown key"},
+      {"[alerts]\nwarn_percent = \"high\"\n", "watch.toml:2: warn_percent: expected a number"},
+      {"interval = \"5 parsecs\"\n", "watch.toml:1: interval"},
+      {"[sinks]\nsignal = \"USR1\"\n", "watch.toml:2: signal"},
+      {"[sinks]\nwebhook = \"ftp://x\"\n", "not an http(s) URL"},
+      {"interval = \n", "watch.toml:1"},
+      {"[alerts]\nwarn_percent = 99\n", "critical_percent"},
+  };
+  for (const BadCase& test : cases) {
+    DaemonConfig config;
+    config.interval = std::chrono::milliseconds(1234);
+    const auto applied = apply_toml(test.text, "watch.toml", config);
+    ASSERT_FALSE(applied) << test.text;
+    EXPECT_NE(applied.error().message.find(test.message), std::string::npos)
+        << applied.error().message;
+    EXPECT_EQ(config.interval, std::chrono::milliseconds(1234)) << "config changed on error";
+  }
+}
+
+TEST(ParseSignal, NamesAndNumbers) {
+  EXPECT_EQ(*parse_signal("USR1"), SIGUSR1);
+  EXPECT_EQ(*parse_signal("SIGTERM"), SIGTERM);
+  EXPECT_EQ(*parse_signal("9"), 9);
+  EXPECT_FALSE(parse_signal("BOGUS"));
+}
+
+TEST(AlertLine, NamesKindSeverityRuleSubject) {
+  AlertEvent event;
+  event.kind = AlertKind::kResolved;
+  event.rule = "filesystem_fill_eta";
+  event.subject = "/ckpt";
+  event.severity = Severity::kCritical;
+  event.summary = "/ckpt is not filling up";
+  EXPECT_EQ(alert_line(event),
+            "headroom: RESOLVED critical filesystem_fill_eta /ckpt: /ckpt is not filling up");
+}
+
+TEST(MetricFamilies, ShmHasItsOwnFamilyAndEtaOnlyWhenFilling) {
+  Snapshot snapshot;
+  FilesystemSample shm;
+  shm.path = "/dev/shm";
+  shm.mountpoint = "/dev/shm";
+  shm.fstype = "tmpfs";
+  shm.role = FsRole::kShm;
+  shm.ok = true;
+  shm.total_bytes = 100;
+  shm.avail_bytes = 40;
+  snapshot.step.sample.filesystems.push_back(shm);
+  FillEstimate estimate;
+  estimate.rate = -2;
+  estimate.eta_seconds = 20;
+  snapshot.step.predictions.filesystems["/dev/shm"] = estimate;
+  std::map<std::string, double> values;
+  for (const auto& family : to_metric_families(snapshot)) {
+    for (const auto& metric : family.metric) values[family.name] = metric.gauge.value;
+  }
+  EXPECT_EQ(values["headroom_shm_avail_bytes"], 40);
+  EXPECT_EQ(values["headroom_filesystem_avail_bytes"], 40);
+  EXPECT_EQ(values["headroom_filesystem_fill_eta_seconds"], 20);
+  EXPECT_EQ(values["headroom_shm_fill_eta_seconds"], 20);
+  EXPECT_EQ(values["headroom_filesystem_fill_rate_bytes_per_second"], 2);
+  snapshot.step.predictions.filesystems.clear();
+  for (const auto& family : to_metric_families(snapshot)) {
+    EXPECT_NE(family.name, "headroom_filesystem_fill_eta_seconds");
+  }
+}
+
+}  // namespace
+}  // namespace headroom::daemon

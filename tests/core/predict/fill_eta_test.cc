@@ -1,0 +1,124 @@
+#include "core/predict/fill_eta.h"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace headroom {
+namespace {
+
+/// remaining(t) = start - rate * t, sampled every `step` seconds.
+std::vector<SeriesPoint> line(double start, double rate, int count, double step = 1.0) {
+  std::vector<SeriesPoint> points;
+  for (int i = 0; i < count; ++i) {
+    points.push_back({i * step, start - rate * i * step});
+  }
+  return points;
+}
+
+TEST(FillEta, SteadyFillGivesExactEta) {
+  const auto points = line(1000, 10, 20);  // 810 left at t=19, 10/s
+  const FillEstimate estimate = fill_eta(points);
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_DOUBLE_EQ(*estimate.rate, -10);
+  EXPECT_NEAR(*estimate.eta_seconds, 81.0, 1e-9);
+  EXPECT_EQ(estimate.samples, 20u);
+  EXPECT_DOUBLE_EQ(estimate.span_seconds, 19);
+}
+
+TEST(FillEta, NeedsMinimumSamples) {
+  FillOptions options;
+  options.min_samples = 4;
+  EXPECT_FALSE(fill_eta(line(1000, 10, 3), options).eta_seconds);
+  EXPECT_FALSE(fill_eta(line(1000, 10, 3), options).rate);
+  EXPECT_TRUE(fill_eta(line(1000, 10, 4), options).eta_seconds);
+  EXPECT_FALSE(fill_eta(std::vector<SeriesPoint>{}).eta_seconds);
+}
+
+TEST(FillEta, FlatOrFreeingHasNoEta) {
+  EXPECT_FALSE(fill_eta(line(1000, 0, 20)).eta_seconds);
+  const FillEstimate freeing = fill_eta(line(1000, -5, 20));
+  EXPECT_FALSE(freeing.eta_seconds);
+  ASSERT_TRUE(freeing.rate);
+  EXPECT_GT(*freeing.rate, 0);
+}
+
+TEST(FillEta, OneOutlierBarelyMovesIt) {
+  auto points = line(10000, 10, 30);
+  points[15].remaining -= 5000;  // a burst that was deleted right after
+  const FillEstimate estimate = fill_eta(points);
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_NEAR(*estimate.rate, -10, 0.5);
+}
+
+TEST(FillEta, BurstyWritesGiveTheAverageRate) {
+  // 50 bytes every 5 s (checkpoint-like), sampled every second: 10 B/s on average.
+  std::vector<SeriesPoint> points;
+  for (int i = 0; i < 60; ++i) points.push_back({double(i), 10000.0 - 50.0 * (i / 5)});
+  const FillEstimate estimate = fill_eta(points);
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_NEAR(-*estimate.rate, 10, 1.5);
+  const double truth = points.back().remaining / 10;
+  EXPECT_NEAR(*estimate.eta_seconds, truth, truth * 0.15);
+}
+
+TEST(FillEta, NoiseAroundALevelPublishesNoEtaOrAFarOne) {
+  std::mt19937 random(42);
+  std::normal_distribution<double> noise(0, 1000);
+  std::vector<SeriesPoint> points;
+  for (int i = 0; i < 100; ++i) points.push_back({double(i), 1e9 + noise(random)});
+  const FillEstimate estimate = fill_eta(points);
+  if (estimate.eta_seconds) {
+    EXPECT_GT(*estimate.eta_seconds, 1e5);
+  }
+  EXPECT_LT(estimate.agreement, 0.6);
+}
+
+TEST(FillEta, NoisySteadyFillStaysWithinTenPercent) {
+  std::mt19937 random(7);
+  std::normal_distribution<double> noise(0, 20);
+  std::vector<SeriesPoint> points;
+  for (int i = 0; i < 50; ++i) points.push_back({i * 0.2, 5000 - 100 * i * 0.2 + noise(random)});
+  const FillEstimate estimate = fill_eta(points);
+  ASSERT_TRUE(estimate.eta_seconds);
+  const double truth = points.back().remaining / 100;
+  EXPECT_NEAR(*estimate.eta_seconds, truth, truth * 0.1);
+}
+
+TEST(FillEta, FullDiskHasZeroEta) {
+  auto points = line(100, 10, 10);
+  points.push_back({10, 0});
+  points.push_back({11, 0});
+  const FillEstimate estimate = fill_eta(points);
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_DOUBLE_EQ(*estimate.eta_seconds, 0);
+}
+
+TEST(TheilSenSlope, MedianOfPairwiseSlopes) {
+  const std::vector<SeriesPoint> points = {{0, 0}, {1, 1}, {2, 2}, {3, 100}};
+  // slopes: 1,1,33.3,1,49.5,98 -> median of {1,1,1,33.3,49.5,98} = (1+33.3)/2
+  EXPECT_NEAR(*theil_sen_slope(points), (1 + 100.0 / 3) / 2, 1e-9);
+  EXPECT_FALSE(theil_sen_slope(std::vector<SeriesPoint>{{0, 1}}));
+  EXPECT_FALSE(theil_sen_slope(std::vector<SeriesPoint>{{1, 1}, {1, 2}}));
+}
+
+TEST(Thin, KeepsNewestAndBound) {
+  const auto points = line(1000, 1, 1000);
+  const auto kept = thin(points, 100);
+  ASSERT_EQ(kept.size(), 100u);
+  EXPECT_DOUBLE_EQ(kept.back().seconds, points.back().seconds);
+  EXPECT_DOUBLE_EQ(kept.front().seconds, points.front().seconds);
+  for (std::size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1].seconds, kept[i].seconds);
+  EXPECT_EQ(thin(points, 2000).size(), 1000u);
+}
+
+TEST(FillEta, LongSeriesIsThinnedButStillRight) {
+  const FillEstimate estimate = fill_eta(line(1e6, 100, 5000, 0.1));
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_LE(estimate.samples, FillOptions{}.max_points);
+  EXPECT_NEAR(*estimate.rate, -100, 1e-6);
+}
+
+}  // namespace
+}  // namespace headroom
