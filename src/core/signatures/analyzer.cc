@@ -182,8 +182,7 @@ class LogAnalyzer::Impl {
       const std::size_t line_start =
           before == nullptr ? 0 : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
       const std::size_t line_end = block.find('\n', at);
-      counted_lines += static_cast<std::uint64_t>(
-          std::count(block.data() + counted_at, block.data() + line_start, '\n'));
+      counted_lines += LiteralPrefilter::count_newlines(block.data() + counted_at, block.data() + line_start);
       counted_at = line_start;
       ++generation_;
       std::vector<std::size_t> signatures;
@@ -204,7 +203,7 @@ class LogAnalyzer::Impl {
       process_line(block, line_start, line_end, at - line_start, signatures,
                    line_base_ + counted_lines + 1);
     }
-    line_base_ += static_cast<std::uint64_t>(std::count(block.begin(), block.end(), '\n'));
+    line_base_ += LiteralPrefilter::count_newlines(block.data(), block.data() + block.size());
     observations_.lines = lines_before_source_ + line_base_;
     remember_tail(block);
   }

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace headroom {
 
 LiteralPrefilter::LiteralPrefilter(std::vector<std::string> literals)
@@ -10,22 +14,48 @@ LiteralPrefilter::LiteralPrefilter(std::vector<std::string> literals)
   for (const std::string& literal : literals_) {
     stride_ = std::min(stride_, literal.size() - kWindow + 1);
   }
-  // Counting sort of (hash, literal, offset) into buckets indexed by hash.
-  std::vector<std::pair<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>>> all;
+  // Counting sort of (hash, window, literal, offset) into buckets indexed by hash.
+  struct Item {
+    std::uint32_t hash;
+    Entry entry;
+  };
+  std::vector<Item> all;
   for (std::size_t l = 0; l < literals_.size(); ++l) {
     const std::string& literal = literals_[l];
     for (std::size_t offset = 0; offset + kWindow <= literal.size(); ++offset) {
       const std::uint32_t h = hash(literal.data() + offset);
-      all.push_back({h, {static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(offset)}});
+      std::uint32_t window = 0;
+      std::memcpy(&window, literal.data() + offset, sizeof window);
+      all.push_back({h, {window, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(offset)}});
       bits_[h >> 6] |= std::uint64_t{1} << (h & 63);
     }
   }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  for (const auto& item : all) ++bucket_start_[item.first + 1];
+  std::stable_sort(all.begin(), all.end(), [](const Item& a, const Item& b) { return a.hash < b.hash; });
+  for (const Item& item : all) ++bucket_start_[item.hash + 1];
   for (std::size_t h = 1; h < bucket_start_.size(); ++h) bucket_start_[h] += bucket_start_[h - 1];
   entries_.reserve(all.size());
-  for (const auto& item : all) entries_.push_back(item.second);
+  for (const Item& item : all) entries_.push_back(item.entry);
+}
+
+std::size_t LiteralPrefilter::count_newlines(const char* begin, const char* end) {
+  std::size_t count = 0;
+#if defined(__SSE2__)
+  // Per-byte counters (a match is -1, so subtracting adds 1) summed every 255
+  // rounds with psadbw: no popcount instruction needed on baseline x86-64.
+  const __m128i newline = _mm_set1_epi8('\n');
+  while (end - begin >= 16) {
+    __m128i lanes = _mm_setzero_si128();
+    for (int round = 0; round < 255 && end - begin >= 16; ++round, begin += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(begin));
+      lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(bytes, newline));
+    }
+    const __m128i sums = _mm_sad_epu8(lanes, _mm_setzero_si128());
+    count += static_cast<std::size_t>(_mm_cvtsi128_si32(sums)) +
+             static_cast<std::size_t>(_mm_cvtsi128_si32(_mm_srli_si128(sums, 8)));
+  }
+#endif
+  for (; begin < end; ++begin) count += *begin == '\n' ? 1U : 0U;
+  return count;
 }
 
 }  // namespace headroom

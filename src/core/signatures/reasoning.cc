@@ -35,7 +35,7 @@ std::string first_sentence(const std::string& text) {
 }
 
 bool is_kill_signal(std::string_view signal) {
-  return signal == "Killed" || signal == "SIGKILL" || signal == "9" || signal == "KILL";
+  return signal == "Killed" || signal == "SIGKILL" || signal == "9" || signal == "-9" || signal == "KILL";
 }
 
 struct Building {
