@@ -1,0 +1,173 @@
+// headroom clean [--shm] [--tmp] [--older-than D] [--all-users] [--yes]:
+// prints the plan; with --yes re-checks and removes each item, and appends
+// one JSON line per removal to the audit log (docs/who-clean.md).
+// Exit: 0 plan printed / everything planned removed; 1 with --yes something
+// planned was skipped at the re-check, the audit log failed, or processes
+// could not be inspected (nothing planned); 2 usage error or could not run.
+
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/reclaim/clean.h"
+#include "core/units.h"
+
+namespace headroom::cli {
+
+namespace {
+
+struct CleanCommand {
+  bool shm = false;
+  bool tmp = false;
+  std::string older_than;
+  bool all_users = false;
+  bool yes = false;
+  std::string audit_log;
+};
+
+// $XDG_STATE_HOME/headroom/clean.log, ~/.local/state/headroom/clean.log, or for root /var/log/headroom/clean.log.
+std::filesystem::path default_audit_log(const Context& context) {
+  if (context.syscalls->effective_uid() == 0) return "/var/log/headroom/clean.log";
+  if (auto state = context.env("XDG_STATE_HOME")) return std::filesystem::path(*state) / "headroom/clean.log";
+  if (auto home = context.env("HOME")) return std::filesystem::path(*home) / ".local/state/headroom/clean.log";
+  return "";
+}
+
+nlohmann::ordered_json item_json(const CleanItem& item) {
+  nlohmann::ordered_json out;
+  out["kind"] = std::string(to_string(item.kind));
+  out["path"] = item.path.string();
+  out["bytes"] = item.bytes;
+  if (item.kind == CleanKind::kTmpDir) out["files"] = item.files;
+  out["age_seconds"] = item.age.count();
+  out["owner"] = item.owner;
+  out["uid"] = item.uid;
+  out["why_safe"] = item.why_safe;
+  return out;
+}
+
+nlohmann::ordered_json kept_json(const std::vector<KeptItem>& kept) {
+  auto out = nlohmann::ordered_json::array();
+  for (const KeptItem& item : kept) {
+    out.push_back({{"path", item.path.string()}, {"reason", item.reason}, {"bytes", item.bytes}});
+  }
+  return out;
+}
+
+void print_items(const std::vector<CleanItem>& items) {
+  for (const CleanItem& item : items) {
+    std::cout << fmt::format("  {:>10}  {:>8}  {:<10} {}{}\n      {}\n", format_bytes(item.bytes),
+                             format_duration(item.age), item.owner, item.path.string(),
+                             item.kind == CleanKind::kTmpDir
+                                 ? fmt::format("/ ({} entries)", item.files)
+                                 : "",
+                             item.why_safe);
+  }
+}
+
+void print_kept(const std::vector<KeptItem>& kept, bool verbose, std::string_view verb) {
+  if (kept.empty()) return;
+  std::cout << fmt::format("{} {} item{}:\n", verb, kept.size(), kept.size() == 1 ? "" : "s");
+  const std::size_t shown = verbose ? kept.size() : std::min<std::size_t>(kept.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    std::cout << fmt::format("  {}: {}\n", kept[i].path.string(), kept[i].reason);
+  }
+  if (shown < kept.size()) std::cout << fmt::format("  ... {} more (-v shows all)\n", kept.size() - shown);
+}
+
+}  // namespace
+
+std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
+  auto command = std::make_shared<CleanCommand>();
+  app.add_flag("--shm", command->shm, "stale /dev/shm segments (torch_*, nccl-*, sem.*, psm_*, "
+                                      "__KMP_*) and SysV segments with no attachments");
+  app.add_flag("--tmp", command->tmp, "entries of the temp dir ($TMPDIR or /tmp) no process uses");
+  app.add_option("--older-than", command->older_than,
+                 "only entries unmodified this long (tmp default 1d; shm: any age)");
+  app.add_flag("--all-users", command->all_users, "everybody's files, not only yours (root only)");
+  app.add_flag("--yes", command->yes, "remove (default: print the plan only)");
+  app.add_option("--audit-log", command->audit_log,
+                 "JSON-lines log of removals (default: /var/log/headroom/clean.log for root, "
+                 "else $XDG_STATE_HOME/headroom/clean.log)");
+  return [command, &globals]() {
+    const Context context = make_context(globals);
+    CleanOptions options;
+    options.shm = command->shm;
+    options.tmp = command->tmp;
+    options.all_users = command->all_users;
+    if (!command->older_than.empty()) {
+      auto duration = parse_duration(command->older_than);
+      if (!duration) return usage_error("--older-than: " + duration.error().message);
+      options.older_than = std::chrono::duration_cast<std::chrono::seconds>(*duration);
+    }
+    options.tmp_dir = context.env("TMPDIR").value_or("/tmp");
+    options.audit_log =
+        command->audit_log.empty() ? default_audit_log(context) : std::filesystem::path(command->audit_log);
+    if (auto valid = validate(options, context); !valid) return usage_error(valid.error().message);
+
+    auto plan = plan_clean(context, options);
+    if (!plan) return usage_error(plan.error().message);
+    const bool verbose = globals.verbose;
+    if (!command->yes) {
+      if (globals.json) {
+        nlohmann::ordered_json out;
+        out["mode"] = "plan";
+        out["items"] = nlohmann::ordered_json::array();
+        for (const CleanItem& item : plan->items) out["items"].push_back(item_json(item));
+        out["total_bytes"] = plan->total_bytes;
+        out["kept"] = kept_json(plan->kept);
+        out["processes_scanned"] = plan->processes_scanned;
+        out["unreadable_pids"] = plan->unreadable_pids;
+        if (!plan->blind_reason.empty()) out["blind_reason"] = plan->blind_reason;
+        std::cout << out.dump(2) << "\n";
+      } else if (!plan->blind_reason.empty()) {
+        std::cout << "Nothing can be cleaned safely: " << plan->blind_reason << "\n";
+      } else {
+        std::cout << fmt::format("Would free {} in {} item{}{}\n", format_bytes(plan->total_bytes),
+                                 plan->items.size(), plan->items.size() == 1 ? "" : "s",
+                                 plan->items.empty() ? "" : " (run again with --yes to remove):");
+        print_items(plan->items);
+        print_kept(plan->kept, verbose, "Keeping");
+      }
+      return plan->blind_reason.empty() ? static_cast<int>(kExitOk) : static_cast<int>(kExitFindings);
+    }
+
+    const CleanResult result = apply_clean(context, options, *plan);
+    if (globals.json) {
+      nlohmann::ordered_json out;
+      out["mode"] = "apply";
+      out["removed"] = nlohmann::ordered_json::array();
+      for (const CleanItem& item : result.removed) out["removed"].push_back(item_json(item));
+      out["freed_bytes"] = result.freed_bytes;
+      out["skipped"] = kept_json(result.skipped);
+      out["kept"] = kept_json(plan->kept);
+      out["audit_log"] = options.audit_log.string();
+      out["audit_errors"] = result.audit_errors;
+      if (!plan->blind_reason.empty()) out["blind_reason"] = plan->blind_reason;
+      std::cout << out.dump(2) << "\n";
+    } else {
+      if (!plan->blind_reason.empty()) {
+        std::cout << "Nothing can be cleaned safely: " << plan->blind_reason << "\n";
+      }
+      std::cout << fmt::format("Freed {}: removed {} item{}, skipped {}\n",
+                               format_bytes(result.freed_bytes), result.removed.size(),
+                               result.removed.size() == 1 ? "" : "s", result.skipped.size());
+      print_items(result.removed);
+      print_kept(result.skipped, true, "Skipped at the re-check");
+      if (!result.removed.empty() && !options.audit_log.empty()) {
+        std::cout << "audit log: " << options.audit_log.string() << "\n";
+      }
+      for (const std::string& error : result.audit_errors) std::cerr << "headroom: audit log: " << error << "\n";
+    }
+    const bool clean_run =
+        result.skipped.empty() && result.audit_errors.empty() && plan->blind_reason.empty();
+    return clean_run ? static_cast<int>(kExitOk) : static_cast<int>(kExitFindings);
+  };
+}
+
+}  // namespace headroom::cli

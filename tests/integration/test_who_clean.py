@@ -1,0 +1,178 @@
+"""who and clean against real processes in a private mount + IPC namespace.
+
+A holder process opens, maps-then-closes, flocks, deletes-while-open and
+binds files on a private tmpfs mounted as /dev/shm and on a private tmpfs
+used as TMPDIR, and attaches a SysV segment. `who` must find every one;
+`clean --yes` must remove exactly the stale ones and none of the held ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from conftest import HEADROOM, PYTHON, require_root
+
+HOLDER = r'''
+import ctypes, fcntl, mmap, os, socket, sys, time
+shm, tmp = sys.argv[1], sys.argv[2]
+keep = []
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+def map_and_close(path, size):
+    # Python's mmap.mmap keeps a dup of the fd; libc's mmap does not.
+    fd = os.open(path, os.O_RDWR)
+    assert libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0) not in (None, 2**64 - 1)
+    os.close(fd)
+def touch(path, size=4096):
+    with open(path, "wb") as f:
+        f.write(b"x" * size)
+# /dev/shm: open, mapped after close, flocked, deleted while open, deleted while mapped
+touch(f"{shm}/torch_999_1_1", 65536); keep.append(open(f"{shm}/torch_999_1_1", "rb"))
+touch(f"{shm}/nccl-MAPPED", 1 << 20)
+map_and_close(f"{shm}/nccl-MAPPED", 1 << 20)
+touch(f"{shm}/sem.locked", 32); locked = open(f"{shm}/sem.locked", "rb")
+fcntl.flock(locked, fcntl.LOCK_EX); keep.append(locked)
+touch(f"{shm}/torch_5_5_5", 2 << 20); keep.append(open(f"{shm}/torch_5_5_5", "rb"))
+os.unlink(f"{shm}/torch_5_5_5")
+touch(f"{shm}/psm_gone", 3 << 20)
+map_and_close(f"{shm}/psm_gone", 3 << 20)
+os.unlink(f"{shm}/psm_gone")
+# temp dir: an open file in an old dir, an old dir that is a cwd, a live socket
+os.makedirs(f"{tmp}/pymp-held"); touch(f"{tmp}/pymp-held/data")
+keep.append(open(f"{tmp}/pymp-held/data", "rb"))
+os.makedirs(f"{tmp}/cwd-dir"); os.chdir(f"{tmp}/cwd-dir")
+sock = socket.socket(socket.AF_UNIX); sock.bind(f"{tmp}/listener"); sock.listen(); keep.append(sock)
+touch(f"{tmp}/old-mapped", 8192)
+map_and_close(f"{tmp}/old-mapped", 8192)
+# SysV: one attached (held), one not
+libc.shmat.restype = ctypes.c_void_p
+held_id = libc.shmget(0, 1 << 20, 0o1600)
+assert libc.shmat(held_id, None, 0) not in (None, ctypes.c_void_p(-1).value)
+stale_id = libc.shmget(0, 2 << 20, 0o1600)
+print(f"READY {held_id} {stale_id}", flush=True)
+time.sleep(600)
+'''
+
+SCRIPT = r'''
+mount -t tmpfs -o size=64m tmpfs /dev/shm
+mkdir -p "$WORK/tmp" && mount -t tmpfs -o size=64m tmpfs "$WORK/tmp"
+T="$WORK/tmp"
+# stale segments and old unused temp entries
+head -c 4096 /dev/zero > /dev/shm/torch_12345_678_9
+head -c 8192 /dev/zero > /dev/shm/nccl-AbCdEf
+head -c 32 /dev/zero > /dev/shm/sem.mp-stale
+head -c 100 /dev/zero > /dev/shm/unknown-producer
+head -c 500 /dev/zero > "$T/old-file"
+mkdir -p "$T/pymp-stale/sub" && head -c 700 /dev/zero > "$T/pymp-stale/sub/f"
+mkdir -p "$T/.X11-unix" "$T/systemd-private-abc"
+head -c 10 /dev/zero > "$T/new-file"
+$PY -c "$HOLDER" /dev/shm "$T" > "$WORK/holder.out" &
+holder=$!
+for _ in $(seq 100); do grep -q READY "$WORK/holder.out" 2>/dev/null && break; sleep 0.1; done
+touch -h -d '3 days ago' "$T/old-file" "$T/pymp-stale/sub/f" "$T/pymp-stale/sub" "$T/pymp-stale" \
+  "$T/pymp-held/data" "$T/pymp-held" "$T/cwd-dir" "$T/listener" "$T/old-mapped" "$T/.X11-unix" \
+  "$T/systemd-private-abc"
+echo "=== holder $holder $(cat "$WORK/holder.out")"
+echo "=== who"
+$HEADROOM --json who /dev/shm "$T" > "$WORK/who.json" || echo "who rc=$?"
+echo "=== check"
+$HEADROOM --json check --only shm.stale > "$WORK/check.json" || true
+echo "=== plan"
+TMPDIR="$T" $HEADROOM --json clean --shm --tmp --all-users > "$WORK/plan.json" || echo "plan rc=$?"
+echo "=== apply"
+TMPDIR="$T" $HEADROOM --json clean --shm --tmp --all-users --yes --audit-log "$WORK/audit.log" \
+  > "$WORK/apply.json" || echo "apply rc=$?"
+ls -A /dev/shm > "$WORK/shm.after"; ls -A "$T" > "$WORK/tmp.after"
+cut -c1-200 /proc/sysvipc/shm > "$WORK/sysv.after"
+kill -9 $holder
+'''
+
+
+def run_scenario(scratch) -> dict:
+    require_root()
+    env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON, HOLDER=HOLDER, WORK=str(scratch))
+    result = subprocess.run(
+        ["unshare", "-m", "-i", "-p", "-f", "--mount-proc", "--propagation", "private", "bash", "-euo", "pipefail", "-c", SCRIPT],
+        capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = {"log": result.stdout}
+    for name in ("who", "check", "plan", "apply"):
+        out[name] = json.loads((scratch / f"{name}.json").read_text())
+    out["shm_after"] = set((scratch / "shm.after").read_text().split())
+    out["tmp_after"] = set((scratch / "tmp.after").read_text().split())
+    out["sysv_after"] = (scratch / "sysv.after").read_text()
+    out["audit"] = [json.loads(line) for line in (scratch / "audit.log").read_text().splitlines()]
+    out["ids"] = [int(x) for x in (scratch / "holder.out").read_text().split()[1:]]
+    return out
+
+
+def test_who_finds_every_holder_and_clean_removes_only_stale(scratch):
+    result = run_scenario(scratch)
+    shm_holders = result["who"]["paths"][0]["holders"]
+    tmp_holders = result["who"]["paths"][1]["holders"]
+    seen = {(h["file"].rsplit("/", 1)[1], h["how"], h["deleted"]) for h in shm_holders + tmp_holders}
+    for expected in [("torch_999_1_1", "fd", False), ("nccl-MAPPED", "mmap", False),
+                     ("sem.locked", "fd", False), ("torch_5_5_5", "fd", True),
+                     ("psm_gone", "mmap", True), ("data", "fd", False), ("cwd-dir", "cwd", False),
+                     ("old-mapped", "mmap", False)]:
+        assert expected in seen, (expected, sorted(seen))
+    assert not any(h["how"] == "fd" and h["file"].endswith("nccl-MAPPED") for h in shm_holders)
+
+    # The plan names exactly the stale items; held, new, protected and unknown ones are kept.
+    planned = {item["path"] for item in result["plan"]["items"]}
+    tmp = str(scratch / "tmp")
+    stale_id = result["ids"][1]
+    assert planned == {"/dev/shm/torch_12345_678_9", "/dev/shm/nccl-AbCdEf", "/dev/shm/sem.mp-stale",
+                       f"{tmp}/old-file", f"{tmp}/pymp-stale",
+                       f"sysv shmid {stale_id} key 0x00000000"}, planned
+    kept = {k["path"]: k["reason"] for k in result["plan"]["kept"]}
+    assert "in use by pid" in kept["/dev/shm/nccl-MAPPED"]
+    assert "in use by pid" in kept[f"{tmp}/pymp-held"]
+    assert "in use by pid" in kept[f"{tmp}/cwd-dir"]
+    assert "live socket" in kept[f"{tmp}/listener"]
+    assert "protected" in kept[f"{tmp}/.X11-unix"]
+    assert "younger" in kept[f"{tmp}/new-file"]
+    assert "not a known segment name" in kept["/dev/shm/unknown-producer"]
+
+    # --yes removed exactly those, and every held file is still there.
+    removed = {item["path"] for item in result["apply"]["removed"]}
+    assert removed == planned, result["apply"]
+    assert result["apply"]["skipped"] == []
+    assert result["shm_after"] == {"torch_999_1_1", "nccl-MAPPED", "sem.locked", "unknown-producer"}
+    assert result["tmp_after"] == {"pymp-held", "cwd-dir", "listener", "old-mapped", ".X11-unix",
+                                   "systemd-private-abc", "new-file"}
+    held_id = result["ids"][0]
+    sysv_ids = [line.split()[1] for line in result["sysv_after"].splitlines()[1:]]
+    assert sysv_ids == [str(held_id)]
+    assert {entry["path"] for entry in result["audit"]} == removed
+    assert all(entry["action"] == "removed" and entry["bytes"] >= 0 for entry in result["audit"])
+
+    # shm.stale saw the same stale bytes and the unlinked-but-held segments.
+    finding = next(f for f in result["check"]["findings"] if f["id"] == "shm.stale")
+    evidence = {e["name"]: e["value"] for e in finding["evidence"]}
+    assert evidence["stale_files"] == 4  # 3 known names + unknown-producer
+    assert evidence["sysv_stale_segments"] == 1
+    assert evidence["unlinked_held_segments"] == 2
+    assert evidence["unlinked_held_bytes"] == (2 << 20) + (3 << 20)
+    assert "headroom clean --shm" in " ".join(finding["remedy"])
+
+
+def test_who_exit_codes(scratch, headroom):
+    empty = scratch / "empty"
+    empty.mkdir()
+    nobody = subprocess.run([headroom, "who", str(empty)], capture_output=True, text=True)
+    assert nobody.returncode == 1 and "no process holds it" in nobody.stdout
+    missing = subprocess.run([headroom, "who", str(scratch / "nope")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "No such file" in missing.stderr
+    with open(empty / "f", "w") as handle:
+        found = subprocess.run([headroom, "who", str(empty)], capture_output=True, text=True)
+        assert found.returncode == 0
+        assert str(os.getpid()) in found.stdout and "fd " in found.stdout
+        handle.write("x")
+
+
+def test_clean_needs_a_target(headroom):
+    result = subprocess.run([headroom, "clean"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--shm and/or --tmp" in result.stderr
