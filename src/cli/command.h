@@ -48,8 +48,6 @@ int usage_error(const std::string& message);
 std::function<int()> setup_check(CLI::App& app, const Globals& globals);
 std::function<int()> setup_who(CLI::App& app, const Globals& globals);
 std::function<int()> setup_clean(CLI::App& app, const Globals& globals);
-std::function<int()> setup_who(CLI::App& app, const Globals& globals);
-std::function<int()> setup_clean(CLI::App& app, const Globals& globals);
 std::function<int()> setup_run(CLI::App& app, const Globals& globals);
 std::function<int()> setup_du(CLI::App& app, const Globals& globals);
 std::function<int()> setup_prune(CLI::App& app, const Globals& globals);
