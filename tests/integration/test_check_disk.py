@@ -1,0 +1,95 @@
+"""disk.space on a real small tmpfs used as --dir: the checkpoint projection
+((N+1) x SIZE, saves_that_fit) is compared with plain arithmetic and with what
+real torch.save calls manage to write before the filesystem is full."""
+import pytest
+
+from conftest import check_json, evidence, finding, have_torch, in_namespace
+
+MiB = 1024 * 1024
+
+# A 64 MiB tmpfs with 30 MiB already used: 34 MiB free.
+SMALL_DISK = """
+mkdir -p "$SCRATCH/ckpt"
+mount -t tmpfs -o size=64m tmpfs "$SCRATCH/ckpt"
+dd if=/dev/zero of="$SCRATCH/ckpt/old-run.bin" bs=1M count=30 2>/dev/null
+"""
+
+# Saves 16 MiB checkpoints (a 4 Mi-element float32 tensor) until one fails. A
+# failed zip write aborts torch 1.13 (exit 134, corpus: disk_full_checkpoint),
+# so each success is printed as it happens.
+SAVES = """
+import os, sys, torch
+state = {"weights": torch.zeros(4 * 1024 * 1024)}
+for i in range(10):
+    path = os.path.join(sys.argv[1], f"ckpt_{i}.pt")
+    torch.save(state, path)
+    print("saved", i + 1, "size", os.path.getsize(path), flush=True)
+"""
+
+
+def check_small_disk(scratch, *args: str, job: bool = False):
+    (scratch / "saves.py").write_text(SAVES)
+    script = SMALL_DISK + f"""
+rc=0; "$HEADROOM" check --json --only disk --dir "$SCRATCH/ckpt" {' '.join(args)} || rc=$?
+echo $rc > "$SCRATCH/check.rc"
+"""
+    if job:
+        script += """
+rc=0; timeout 120 "$PY" "$SCRATCH/saves.py" "$SCRATCH/ckpt" > "$SCRATCH/job.log" 2>&1 || rc=$?
+echo $rc > "$SCRATCH/job.rc"
+"""
+    result = in_namespace(script, timeout=300, env={"SCRATCH": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    item = finding(check_json(result), "disk.space", str(scratch / "ckpt"))
+    return item, int((scratch / "check.rc").read_text())
+
+
+def test_projection_matches_arithmetic(headroom, scratch):
+    item, rc = check_small_disk(scratch, "--ckpt-size", "16MiB", "--keep", "2")
+    avail = evidence(item, "avail_bytes")
+    assert 33 * MiB <= avail <= 34 * MiB  # 64 MiB minus 30 MiB, minus tmpfs rounding
+    assert evidence(item, "mount_point") == str(scratch / "ckpt")
+    assert evidence(item, "fstype") == "tmpfs"
+    assert evidence(item, "steady_state_need_bytes") == 3 * 16 * MiB
+    assert evidence(item, "saves_that_fit") == avail // (16 * MiB) == 2
+    assert item["severity"] == "warn"
+    assert "then save 3 fails" in item["summary"]
+    assert rc == 0
+
+
+def test_next_checkpoint_that_does_not_fit_is_critical(headroom, scratch):
+    item, rc = check_small_disk(scratch, "--ckpt-size", "40MiB")
+    assert item["severity"] == "critical"
+    assert "the next checkpoint (40.0 MiB) does not fit" in item["summary"]
+    assert evidence(item, "saves_that_fit") == 0
+    assert rc == 1
+
+
+def test_full_and_read_only_dirs(headroom, scratch):
+    script = """
+mkdir -p "$SCRATCH/full" "$SCRATCH/ro"
+mount -t tmpfs -o size=4m tmpfs "$SCRATCH/full"
+dd if=/dev/zero of="$SCRATCH/full/fill" bs=1M 2>/dev/null || true
+mount -t tmpfs -o size=4m,ro tmpfs "$SCRATCH/ro"
+"$HEADROOM" check --json --only disk --dir "$SCRATCH/full" --dir "$SCRATCH/ro" || true
+"""
+    result = in_namespace(script, env={"SCRATCH": str(scratch)})
+    report = check_json(result)
+    full = finding(report, "disk.space", str(scratch / "full"))
+    assert full["severity"] == "critical" and evidence(full, "used_percent") == 100.0
+    assert any(line.endswith(f"headroom du {scratch / 'full'}") for line in full["remedy"])
+    read_only = finding(report, "disk.space", str(scratch / "ro"))
+    assert read_only["severity"] == "critical" and evidence(read_only, "read_only") is True
+
+
+@pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch is not installed")
+def test_real_torch_save_runs_out_where_predicted(headroom, scratch):
+    # torch.save of 4 Mi float32 writes 16 MiB plus about 1 KiB of zip framing.
+    item, _ = check_small_disk(scratch, "--ckpt-size", "16MiB", "--keep", "2", job=True)
+    log = (scratch / "job.log").read_text()
+    saves = [line.split() for line in log.splitlines() if line.startswith("saved ")]
+    assert saves, log
+    assert all(16 * MiB <= int(words[3]) < 16 * MiB + 64 * 1024 for words in saves), log
+    assert len(saves) == evidence(item, "saves_that_fit") == 2, log
+    assert int((scratch / "job.rc").read_text()) != 0  # the third save failed
+    assert "file write failed" in log or "No space left on device" in log, log
