@@ -16,7 +16,6 @@
 
 #ifdef HEADROOM_HAVE_DAEMON
 #include "daemon/config.h"
-#include "daemon/sinks.h"
 #include "daemon/watch_loop.h"
 
 namespace headroom::cli {
@@ -228,30 +227,6 @@ void add_flags(CLI::App& app, WatchFlags& flags) {
   app.add_option("--queue", flags.queue, "pending alerts per sink before dropping (default 256)");
 }
 
-bool any_firing(const Watcher& watcher) { return !watcher.engine().active().empty(); }
-
-/// --once / --count N: a bounded run without exporter or signals, for scripts.
-int run_bounded(const Context& context, const DaemonConfig& config, std::int64_t count,
-                bool pretty, const Globals& globals) {
-  Watcher watcher(context, config.watch);
-  auto next = std::chrono::steady_clock::now();
-  for (std::int64_t i = 0; i < count; ++i) {
-    auto step = watcher.step();
-    if (!step) return usage_error(step.error().message);
-    if (config.stderr_alerts) {
-      for (const AlertEvent& event : step->events) std::cerr << daemon::alert_line(event) << "\n";
-    }
-    if (globals.json) {
-      std::cout << to_json(*step).dump(pretty ? 2 : -1) << std::endl;
-    } else if (i + 1 == count) {
-      std::cout << render_step(*step);
-    }
-    next += config.interval;
-    if (i + 1 < count) std::this_thread::sleep_until(next);
-  }
-  return any_firing(watcher) ? kExitFindings : kExitOk;
-}
-
 }  // namespace
 
 std::function<int()> setup_watch(CLI::App& app, const Globals& globals) {
@@ -261,9 +236,7 @@ std::function<int()> setup_watch(CLI::App& app, const Globals& globals) {
     auto config = load_config(*flags);
     if (!config) return usage_error(config.error().message);
     const Context context = make_context(globals);
-    if (flags->once || flags->count > 0) {
-      return run_bounded(context, *config, flags->once ? 1 : flags->count, flags->once, globals);
-    }
+    if (flags->count < 0) return usage_error("--count must be >= 0");
     std::mutex output;
     daemon::LoopHooks hooks;
     hooks.reload = [flags] { return load_config(*flags); };
@@ -271,15 +244,23 @@ std::function<int()> setup_watch(CLI::App& app, const Globals& globals) {
       std::lock_guard lock(output);
       std::cerr << "headroom watch: " << line << std::endl;
     };
-    if (globals.json) {
-      hooks.on_step = [&output](const WatchStep& step) {
-        std::lock_guard lock(output);
-        std::cout << to_json(step).dump() << std::endl;
-      };
-    }
-    auto ran = daemon::run_watch(context, *config, hooks);
-    if (!ran) return usage_error(ran.error().message);
-    return static_cast<int>(kExitOk);
+    hooks.max_samples = flags->once ? 1 : static_cast<std::uint64_t>(flags->count);
+    const bool bounded = hooks.max_samples != 0;
+    std::uint64_t steps = 0;
+    // --json: one JSON line per sample (pretty with --once); text: the last
+    // sample of a bounded run.
+    hooks.on_step = [&, once = flags->once](const WatchStep& step) {
+      std::lock_guard lock(output);
+      ++steps;
+      if (globals.json) {
+        std::cout << to_json(step).dump(once ? 2 : -1) << std::endl;
+      } else if (bounded && steps == hooks.max_samples) {
+        std::cout << render_step(step) << std::flush;
+      }
+    };
+    auto firing = daemon::run_watch(context, *config, hooks);
+    if (!firing) return usage_error(firing.error().message);
+    return bounded && *firing ? static_cast<int>(kExitFindings) : static_cast<int>(kExitOk);
   };
 }
 

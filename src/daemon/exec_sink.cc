@@ -25,7 +25,7 @@ class ExecSink final : public AlertSink {
       : command_(std::move(command)), delivery_(delivery) {}
   std::string describe() const override { return "exec " + command_; }
 
-  Result<void> send(const AlertEvent& event) override {
+  Result<void> send(const AlertEvent& event, const std::atomic<bool>& cancel) override {
     // Build argv and envp before fork: after fork in a threaded process only
     // async-signal-safe calls are allowed.
     std::vector<std::string> variables;
@@ -52,7 +52,7 @@ class ExecSink final : public AlertSink {
       const pid_t done = ::waitpid(pid, &status, WNOHANG);
       if (done == pid) break;
       if (done < 0) return fail(Error::from_errno(errno, "waitpid"));
-      if (std::chrono::steady_clock::now() >= deadline) {
+      if (cancel || std::chrono::steady_clock::now() >= deadline) {
         ::kill(pid, SIGKILL);
         ::waitpid(pid, &status, 0);
         return fail(Error{Error::Code::kIo, fmt::format("'{}' timed out", command_)});

@@ -31,12 +31,13 @@ void SinkWorker::stop(std::chrono::milliseconds deadline) {
     if (!thread_.joinable()) return;
     changed_.wait_for(lock, deadline, [this] { return queue_.empty() && !busy_; });
     stopping_ = true;
+    cancel_ = true;
     counters_.dropped.fetch_add(queue_.size());
     queue_.clear();
   }
   changed_.notify_all();
-  // A send that hangs beyond its own timeout would block here; the webhook and
-  // exec sinks bound every attempt, so this join is bounded too.
+  // In-flight sends see cancel_ within ~20 ms (curl's progress callback,
+  // the backoff and exec wait loops), so this join is short.
   thread_.join();
 }
 
@@ -51,7 +52,7 @@ void SinkWorker::run() {
       queue_.pop_front();
       busy_ = true;
     }
-    const Result<void> sent = sink_->send(event);
+    const Result<void> sent = sink_->send(event, cancel_);
     if (sent) {
       counters_.sent.fetch_add(1);
     } else {

@@ -51,6 +51,7 @@ class SinkWorker {
   std::deque<AlertEvent> queue_;
   bool busy_ = false;
   bool stopping_ = false;
+  std::atomic<bool> cancel_{false};  ///< set on stop: in-flight sends give up
   std::thread thread_;
 };
 

@@ -21,7 +21,7 @@ namespace {
 class StderrSink final : public AlertSink {
  public:
   std::string describe() const override { return "stderr"; }
-  Result<void> send(const AlertEvent& event) override {
+  Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     const std::string line = alert_line(event) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return {};
@@ -32,7 +32,7 @@ class JsonlSink final : public AlertSink {
  public:
   explicit JsonlSink(std::string path) : path_(std::move(path)) {}
   std::string describe() const override { return "jsonl " + path_; }
-  Result<void> send(const AlertEvent& event) override {
+  Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     // Opened per event so logrotate's move-and-create works without a reload.
     std::ofstream out(path_, std::ios::app);
     if (!out) return fail(Error::from_errno(errno, path_));
@@ -51,7 +51,7 @@ class SignalSink final : public AlertSink {
   SignalSink(int signal, pid_t pid, std::string target)
       : signal_(signal), pid_(pid), target_(std::move(target)) {}
   std::string describe() const override { return "signal " + target_; }
-  Result<void> send(const AlertEvent& event) override {
+  Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     // Only a firing alert asks the job to act (checkpoint and stop); repeats
     // and resolutions would make it act again for the same condition.
     if (event.kind != AlertKind::kFiring) return {};

@@ -3,6 +3,7 @@
 // may block (a webhook, a command); SinkWorker runs it on its own thread so
 // sampling never waits for it.
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,7 +21,10 @@ class AlertSink {
   /// "webhook http://...": for logs and the sink label of metrics.
   [[nodiscard]] virtual std::string describe() const = 0;
   /// Delivers one event, retrying as configured; the Error says why it gave up.
-  [[nodiscard]] virtual Result<void> send(const AlertEvent& event) = 0;
+  /// Gives up early once `cancel` is set (shutdown, reload), so no send outlives
+  /// the daemon by more than a moment.
+  [[nodiscard]] virtual Result<void> send(const AlertEvent& event,
+                                          const std::atomic<bool>& cancel) = 0;
 };
 
 /// Builds the sink for a spec; an Error for a bad target (unknown signal name, ...).

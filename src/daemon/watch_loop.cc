@@ -129,7 +129,7 @@ Result<std::unique_ptr<prometheus::Exposer>> listen_on(
 
 }  // namespace
 
-Result<void> run_watch(const Context& context, DaemonConfig config, const LoopHooks& hooks) {
+Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHooks& hooks) {
   SignalWatcher signals;  // first: threads started below inherit the blocked mask
   auto collector = std::make_shared<SnapshotCollector>();
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -202,6 +202,7 @@ Result<void> run_watch(const Context& context, DaemonConfig config, const LoopHo
     snapshot->config_last_reload_success = reload_ok;
     collector->publish(std::move(snapshot));
     if (hooks.on_step) hooks.on_step(*step);
+    if (hooks.max_samples != 0 && samples >= hooks.max_samples) break;
     // A fixed schedule, not "sleep interval after work": the sample times stay
     // on the grid; when a sample overran, skip the missed ticks.
     next += config.interval;
@@ -210,8 +211,9 @@ Result<void> run_watch(const Context& context, DaemonConfig config, const LoopHo
     signals.wait_until(next);
   }
   exposer.reset();
+  // Give queued alerts a moment to go out (a --once run's alerts, say).
   sinks->stop(std::chrono::milliseconds(2000));
-  return {};
+  return !watcher.engine().active().empty();
 }
 
 }  // namespace headroom::daemon

@@ -19,11 +19,14 @@ struct LoopHooks {
   std::function<void(const WatchStep&)> on_step;
   /// Where the loop's own log lines go (reloads, sink failures, listen address).
   std::function<void(const std::string&)> log;
+  /// Stop after this many samples (--once, --count); 0: run until a signal.
+  std::uint64_t max_samples = 0;
 };
 
-/// Runs until SIGINT or SIGTERM. Fails (before sampling) when the listen
-/// address cannot be bound or a sink cannot be built.
-[[nodiscard]] Result<void> run_watch(const Context& context, DaemonConfig config,
+/// Runs until SIGINT or SIGTERM (or max_samples). Returns whether any alert
+/// is firing at the end. Fails (before sampling) when the listen address
+/// cannot be bound or a sink cannot be built.
+[[nodiscard]] Result<bool> run_watch(const Context& context, DaemonConfig config,
                                      const LoopHooks& hooks);
 
 }  // namespace headroom::daemon

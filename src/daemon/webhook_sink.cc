@@ -34,6 +34,10 @@ std::string payload(SinkKind kind, const AlertEvent& event) {
   }
 }
 
+int abort_when_cancelled(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+}
+
 std::size_t discard_body(char*, std::size_t size, std::size_t count, void*) { return size * count; }
 
 class WebhookSink final : public AlertSink {
@@ -45,16 +49,21 @@ class WebhookSink final : public AlertSink {
     return fmt::format("{} {}", to_string(kind_), url_);
   }
 
-  Result<void> send(const AlertEvent& event) override {
+  Result<void> send(const AlertEvent& event, const std::atomic<bool>& cancel) override {
     const std::string body = payload(kind_, event);
     std::chrono::milliseconds backoff = delivery_.backoff;
-    Error last;
+    Error last{Error::Code::kIo, "cancelled before the first try"};
     for (int attempt = 0; attempt <= delivery_.retries; ++attempt) {
       if (attempt > 0) {
-        std::this_thread::sleep_for(backoff);
+        // Back off in small steps so a cancel is seen quickly.
+        const auto until = std::chrono::steady_clock::now() + backoff;
+        while (!cancel && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
         backoff *= 2;
       }
-      auto sent = post(body);
+      if (cancel) break;
+      auto sent = post(body, cancel);
       if (sent) return {};
       last = sent.error();
     }
@@ -63,7 +72,7 @@ class WebhookSink final : public AlertSink {
   }
 
  private:
-  Result<void> post(const std::string& body) const {
+  Result<void> post(const std::string& body, const std::atomic<bool>& cancel) const {
     CURL* curl = curl_easy_init();
     if (curl == nullptr) return fail(Error::invalid("curl_easy_init failed"));
     curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
@@ -76,6 +85,10 @@ class WebhookSink final : public AlertSink {
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);
+    // Progress callback: aborts the transfer when the worker is cancelled.
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(&cancel));
     const CURLcode code = curl_easy_perform(curl);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
