@@ -91,7 +91,7 @@ std::function<int()> setup_du(CLI::App& app, const Globals& globals) {
   app.add_flag("-x,--one-file-system", command->one_file_system,
                "stay on PATH's filesystem (the default)")
       ->excludes(cross);
-  app.add_option("--threads", command->threads, "walker threads (default: one per CPU)")
+  app.add_option("--threads", command->threads, "walker threads (default: 4 per CPU, 4..64: a cold-cache walk waits on the disk)")
       ->check(CLI::Range(1U, 256U));
   app.add_flag("--no-holders", command->no_holders, "do not scan /proc for processes holding files");
   return [command, &globals]() {

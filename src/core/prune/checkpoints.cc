@@ -111,7 +111,7 @@ Result<InUseIndex> scan_device(const Context& context, const walk::FileStat& dir
   if (index && note != nullptr && !index->complete()) {
     *note = index->hidepid() ? "/proc is mounted with hidepid: other users' processes are invisible"
                              : std::to_string(index->unreadable_pids().size()) +
-                                   " processes could not be read; they may hold checkpoints too";
+                                   " process(es) could not be read; they may hold checkpoints too";
   }
   return index;
 }

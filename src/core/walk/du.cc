@@ -31,7 +31,7 @@ Result<InUseIndex> scan_holders(const Context& context, const DuOptions& options
 std::string describe_incomplete(const InUseIndex& index) {
   if (index.complete()) return "";
   if (index.hidepid()) return "/proc is mounted with hidepid: other users' processes are invisible";
-  return fmt::format("{} processes could not be read; they may hold files too",
+  return fmt::format("{} process(es) could not be read; they may hold files too",
                      index.unreadable_pids().size());
 }
 

@@ -24,7 +24,7 @@ struct DuOptions {
   std::size_t top = 20;        ///< entries listed; the rest are summed into "other"
   walk::SizeKind size = walk::SizeKind::kDisk;
   walk::Mounts mounts = walk::Mounts::kStayOnFilesystem;
-  unsigned threads = 0;    ///< 0: one per CPU
+  unsigned threads = 0;    ///< 0: walk::default_threads()
   bool in_use = true;      ///< scan /proc to say who holds files under each entry
   walk::WalkProgress* progress = nullptr;
 };

@@ -52,7 +52,7 @@ struct WalkProgress {
 struct WalkOptions {
   Mounts mounts = Mounts::kStayOnFilesystem;
   SizeKind size = SizeKind::kDisk;
-  unsigned threads = 0;  ///< 0: one per online CPU
+  unsigned threads = 0;  ///< 0: default_threads()
   /// Keep at most this many top-level non-directories individually (the
   /// largest); the rest are folded into WalkResult::folded. 0 keeps all.
   std::size_t keep_files = 0;
@@ -95,6 +95,10 @@ struct WalkResult {
   std::vector<std::string> skipped_mounts;  ///< the first kMaxProblems mount points not entered
   unsigned threads = 0;
 };
+
+/// Threads used when WalkOptions::threads is 0: four per CPU (4..64), because
+/// a cold-cache walk waits on the disk, not the CPU.
+[[nodiscard]] unsigned default_threads();
 
 /// Walks `root` (never following symlinks, the root included). Fails only when
 /// the root itself cannot be examined; unreadable subdirectories are counted.
