@@ -68,6 +68,7 @@ std::function<int()> setup_explain(CLI::App& app, const Globals& globals) {
   app.add_option("logs", flags->inputs, "log files (plain or .gz); '-' or nothing reads stdin");
   app.add_flag("--no-host", flags->no_host, "do not confirm on this host (the log comes from another machine)");
   app.add_option("--catalog", flags->catalogs, "also load the *.toml signatures in this directory (docs/catalog.md)")
+      ->allow_extra_args(false)
       ->check(CLI::ExistingPath);
   app.add_flag("--dump-patterns", flags->dump_patterns, "print the catalog's patterns as grep -E lines")
       ->group("");  // hidden: benchmark and debugging aid

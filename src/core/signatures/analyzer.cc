@@ -318,34 +318,31 @@ class LogAnalyzer::Impl {
     }
   }
 
-  /// Up to `count` lines before `line_start`, nearest last, from the block and the saved tail.
-  std::vector<std::string> previous_lines(std::string_view block, std::size_t line_start, std::size_t count) const {
-    std::vector<std::string> lines;
-    std::size_t end = line_start;  // one past the '\n' that ends the previous line
-    while (lines.size() < count && end > 0) {
-      const std::size_t stop = end - 1;  // the '\n'
+  /// Appends up to `count` normalised lines of `block` that end before `end`, nearest first.
+  static void lines_before(std::string_view block, std::size_t end, std::size_t count,
+                           std::vector<std::string>& lines) {
+    const std::size_t limit = lines.size() + count;
+    while (lines.size() < limit && end > 0) {
+      const std::size_t stop = end - 1;  // the '\n' that ends the line
       const void* before = stop == 0 ? nullptr : memrchr(block.data(), '\n', stop);
       const std::size_t begin =
           before == nullptr ? 0 : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
-      const std::string_view raw = block.substr(begin, std::min(stop - begin, kTailLineBytes));
-      lines.push_back(normalize_line(raw, 0));
+      lines.push_back(normalize_line(block.substr(begin, std::min(stop - begin, kTailLineBytes)), 0));
       end = begin;
     }
+  }
+
+  /// Up to `count` lines before `line_start`, nearest first, from the block and the saved tail.
+  std::vector<std::string> previous_lines(std::string_view block, std::size_t line_start, std::size_t count) const {
+    std::vector<std::string> lines;
+    lines_before(block, line_start, count, lines);
     for (auto it = tail_.rbegin(); it != tail_.rend() && lines.size() < count; ++it) lines.push_back(*it);
     return lines;
   }
 
   void remember_tail(std::string_view block) {
     std::vector<std::string> newest;
-    std::size_t end = block.size();
-    while (newest.size() < kTailLines && end > 0) {
-      const std::size_t stop = end - 1;
-      const void* before = stop == 0 ? nullptr : memrchr(block.data(), '\n', stop);
-      const std::size_t begin =
-          before == nullptr ? 0 : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
-      newest.push_back(normalize_line(block.substr(begin, std::min(stop - begin, kTailLineBytes)), 0));
-      end = begin;
-    }
+    lines_before(block, block.size(), kTailLines, newest);
     for (auto it = newest.rbegin(); it != newest.rend(); ++it) {
       tail_.push_back(std::move(*it));
       if (tail_.size() > kTailLines) tail_.pop_front();

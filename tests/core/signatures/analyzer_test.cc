@@ -1,0 +1,133 @@
+#include "core/signatures/analyzer.h"
+
+#include <gtest/gtest.h>
+
+#include "core/signatures/analyze.h"
+
+namespace headroom {
+namespace {
+
+using testing::analyze_text;
+using testing::verdict_cause;
+
+const char kOomLog[] =
+    "step 1\n"
+    "RuntimeError: DataLoader worker (pid 51022) is killed by signal: Killed. \n"
+    "RuntimeError: DataLoader worker (pid(s) 51022) exited unexpectedly\n"
+    "[1209331.551301] Out of memory: Killed process 51022 (python) total-vm:38471200kB\n";
+
+TEST(LogAnalyzer, SameDiagnosisWhateverTheChunking) {
+  const Diagnosis whole = analyze_text(kOomLog);
+  for (std::size_t chunk : {1U, 2U, 3U, 7U, 64U}) {
+    const Diagnosis pieces = analyze_text(kOomLog, chunk);
+    ASSERT_EQ(verdict_cause(pieces), "host_oom") << chunk;
+    ASSERT_EQ(pieces.evidence.size(), whole.evidence.size()) << chunk;
+    for (std::size_t i = 0; i < whole.evidence.size(); ++i) {
+      EXPECT_EQ(pieces.evidence[i].line, whole.evidence[i].line) << chunk;
+      EXPECT_EQ(pieces.evidence[i].signature, whole.evidence[i].signature) << chunk;
+    }
+    EXPECT_EQ(pieces.lines, 4U);
+  }
+}
+
+TEST(LogAnalyzer, WorkerSigkillPlusKernelKillOfThatPidIsHighConfidenceHostOom) {
+  const Diagnosis diagnosis = analyze_text(kOomLog);
+  ASSERT_NE(diagnosis.verdict(), nullptr);
+  EXPECT_EQ(diagnosis.verdict()->cause, "host_oom");
+  EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kHigh);
+  EXPECT_EQ(diagnosis.fields.pids, std::vector<std::int64_t>{51022});
+  EXPECT_EQ(diagnosis.fields.killed_pids, std::vector<std::int64_t>{51022});
+  const auto& reasoning = diagnosis.verdict()->reasoning;
+  EXPECT_TRUE(std::any_of(reasoning.begin(), reasoning.end(), [](const std::string& step) {
+    return step.find("pid 51022 died of SIGKILL") != std::string::npos;
+  }));
+}
+
+TEST(LogAnalyzer, WorkerSigkillAloneIsMediumConfidenceHostOom) {
+  const Diagnosis diagnosis = analyze_text("RuntimeError: DataLoader worker (pid 7) is killed by signal: Killed. \n");
+  ASSERT_NE(diagnosis.verdict(), nullptr);
+  EXPECT_EQ(diagnosis.verdict()->cause, "host_oom");
+  EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kMedium);
+}
+
+TEST(LogAnalyzer, EvidenceHasLineNumbersAcrossCrlfAnsiAndTqdm) {
+  const std::string log =
+      "a\r\n"
+      " 10%|#  | 1/10\r 20%|## | 2/10\x1b[31mERROR: Unexpected bus error encountered in worker. This might be "
+      "caused by insufficient shared memory (shm).\x1b[0m\r\n" +
+      std::string(1, '\0') + "c\r\n";
+  const Diagnosis diagnosis = analyze_text(log);
+  ASSERT_EQ(verdict_cause(diagnosis), "shm_too_small");
+  ASSERT_EQ(diagnosis.evidence.size(), 1U);
+  EXPECT_EQ(diagnosis.evidence[0].line, 2U);
+  EXPECT_NE(diagnosis.evidence[0].text.find("ERROR: Unexpected bus error"), std::string::npos);
+  EXPECT_EQ(diagnosis.evidence[0].text.find('\x1b'), std::string::npos);
+}
+
+TEST(LogAnalyzer, LongLinesAreBoundedAndLaterLinesStillCount) {
+  std::string log(5'000'000, 'x');  // a 5 MB line without a newline in the first chunks
+  log += "\nOSError: [Errno 24] Too many open files\n";
+  const Diagnosis diagnosis = analyze_text(log, 1 << 16);
+  ASSERT_EQ(verdict_cause(diagnosis), "fd_limit");
+  EXPECT_EQ(diagnosis.evidence.front().line, 2U);
+  EXPECT_EQ(diagnosis.lines, 2U);
+  EXPECT_EQ(diagnosis.bytes, log.size());
+}
+
+TEST(LogAnalyzer, EvidenceStaysBoundedWhenAMessageRepeats) {
+  std::string log;
+  for (int i = 0; i < 20000; ++i) log += "OSError: [Errno 24] Too many open files\n";
+  const Diagnosis diagnosis = analyze_text(log);
+  ASSERT_NE(diagnosis.verdict(), nullptr);
+  EXPECT_EQ(diagnosis.verdict()->matches, 20000U);
+  EXPECT_LE(diagnosis.evidence.size(), 3U);
+}
+
+TEST(LogAnalyzer, EnospcIsTmpFullOrDiskFullByPathAndContext) {
+  EXPECT_EQ(verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/tmp/pymp-abc'\n")), "tmp_full");
+  EXPECT_EQ(verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/ckpt/a.pt'\n")), "disk_full");
+  EXPECT_EQ(verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/dev/shm/x'\n")), "shm_too_small");
+  EXPECT_EQ(verdict_cause(analyze_text("  File \"/usr/lib/python3.11/tempfile.py\", line 368, in mkdtemp\n"
+                                       "OSError: [Errno 28] No space left on device\n")),
+            "tmp_full");
+}
+
+TEST(LogAnalyzer, CudaOutOfMemoryIsNeverTheHost) {
+  const Diagnosis diagnosis = analyze_text(
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total)\n"
+      "RuntimeError: DataLoader worker (pid(s) 12) exited unexpectedly\n");
+  EXPECT_EQ(verdict_cause(diagnosis), "gpu_oom");
+}
+
+TEST(LogAnalyzer, KeepsSourcesApartAndNumbersLinesPerSource) {
+  LogAnalyzer analyzer(testing::builtin_catalog());
+  analyzer.begin_source("job.log");
+  analyzer.feed("one\nRuntimeError: DataLoader worker (pid 9) is killed by signal: Killed. \n");
+  analyzer.begin_source("dmesg.log");
+  analyzer.feed("Memory cgroup out of memory: Killed process 9 (python3)\n");
+  const Diagnosis diagnosis = analyzer.finish();
+  ASSERT_EQ(diagnosis.evidence.size(), 3U);  // the worker line, and two kernel signatures on one line
+  EXPECT_EQ(diagnosis.evidence[0].source, "job.log");
+  EXPECT_EQ(diagnosis.evidence[0].line, 2U);
+  EXPECT_EQ(diagnosis.evidence[1].source, "dmesg.log");
+  EXPECT_EQ(diagnosis.evidence[1].line, 1U);
+  EXPECT_EQ(diagnosis.lines, 3U);
+  EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kHigh);
+}
+
+TEST(LogAnalyzer, ExitStatusFromTheCallerCounts) {
+  LogAnalyzer analyzer(testing::builtin_catalog());
+  analyzer.feed("training...\n");
+  analyzer.note_exit(137, 9);
+  const Diagnosis diagnosis = analyzer.finish();
+  EXPECT_EQ(verdict_cause(diagnosis), "host_oom");
+  EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kMedium);
+}
+
+TEST(LogAnalyzer, NothingKnownGivesNoVerdict) {
+  EXPECT_EQ(analyze_text("").verdict(), nullptr);
+  EXPECT_EQ(analyze_text("epoch 1 loss 0.3\nall good\n").verdict(), nullptr);
+}
+
+}  // namespace
+}  // namespace headroom

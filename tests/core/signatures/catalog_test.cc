@@ -1,0 +1,126 @@
+#include "core/signatures/catalog.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/signatures/analyze.h"
+
+namespace headroom {
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ParseCatalog, ReadsEveryKey) {
+  auto catalog = parse_catalog(R"(
+[[signature]]
+id = "x.one"
+cause = "disk_full"
+strength = "decisive"
+patterns = ['wrote (?P<size>\d+) bytes to (?P<path>\S+): disk full']
+requires_context = 'saving'
+context_lines = 3
+cause_by_path = true
+explanation = "why"
+confirm = ["path.space"]
+remedies = ["free space"]
+)", "test.toml");
+  ASSERT_TRUE(catalog.has_value()) << catalog.error().message;
+  ASSERT_EQ(catalog->signatures.size(), 1U);
+  const Signature& signature = catalog->signatures[0];
+  EXPECT_EQ(signature.strength, Strength::kDecisive);
+  EXPECT_EQ(signature.literals, std::vector<std::string>{": disk full"});
+  EXPECT_EQ(signature.context_lines, 3U);
+  EXPECT_TRUE(signature.cause_by_path);
+  EXPECT_EQ(signature.origin, "test.toml");
+}
+
+TEST(ParseCatalog, ErrorsNameTheFileAndTheSignature) {
+  const struct {
+    const char* toml;
+    const char* message_part;
+  } cases[] = {
+      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['(unclosed']\n", "test.toml: signature #1 (a): bad pattern"},
+      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['(?P<colour>x)']\n", "unknown field (?P<colour>"},
+      {"[[signature]]\nid = 'a'\npatterns = ['x']\n", "missing 'cause'"},
+      {"[[signature]]\nid = 'a'\ncause = 'x'\n", "needs at least one pattern"},
+      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['x']\nstrength = 'huge'\n", "strength must be"},
+      {"[[signature]\n", "test.toml:1:"},
+  };
+  for (const auto& c : cases) {
+    auto catalog = parse_catalog(c.toml, "test.toml");
+    ASSERT_FALSE(catalog.has_value()) << c.toml;
+    EXPECT_NE(catalog.error().message.find(c.message_part), std::string::npos) << catalog.error().message;
+  }
+}
+
+TEST(LoadCatalog, UserSignaturesAddToAndReplaceBuiltinOnes) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headroom-catalog-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "mine.toml") << R"(
+[[signature]]
+id = "cuda.out_of_memory"
+cause = "gpu_oom"
+patterns = ['my replacement pattern']
+
+[[signature]]
+id = "site.scratch_quota"
+cause = "disk_full"
+strength = "decisive"
+patterns = ['scratch quota exceeded for (?P<path>\S+)']
+)";
+  const std::vector<std::filesystem::path> dirs = {dir};
+  auto catalog = load_catalog(dirs);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(catalog.has_value()) << catalog.error().message;
+  const auto& signatures = catalog->signatures;
+  const auto replaced = std::find_if(signatures.begin(), signatures.end(),
+                                     [](const Signature& s) { return s.id == "cuda.out_of_memory"; });
+  ASSERT_NE(replaced, signatures.end());
+  EXPECT_EQ(replaced->patterns, std::vector<std::string>{"my replacement pattern"});
+  EXPECT_EQ(signatures.back().id, "site.scratch_quota");
+  EXPECT_EQ(signatures.size(), testing::builtin_catalog().signatures.size() + 1);
+}
+
+TEST(BuiltinCatalog, EveryLiteralIsLongEnoughForAFastScan) {
+  for (const Signature& signature : testing::builtin_catalog().signatures) {
+    EXPECT_FALSE(signature.literals.empty()) << signature.id << " would run on every line";
+    for (const std::string& literal : signature.literals) {
+      EXPECT_GE(literal.size(), 6U) << signature.id << ": '" << literal << "'";
+    }
+  }
+}
+
+// Table-driven over the catalog itself: each signature must match at least one
+// line of the project's corpus (tests/logs/<cause>/*.log), and there map to a
+// cause (its own, or one its path classification gives).
+TEST(BuiltinCatalog, EverySignatureMatchesALineOfTheTestCorpus) {
+  std::map<std::string, std::set<std::string>> causes_by_signature;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(HEADROOM_TEST_DATA) + "/logs")) {
+    if (!entry.is_regular_file()) continue;
+    LogAnalyzer analyzer(testing::builtin_catalog());
+    analyzer.feed(read_file(entry.path()));
+    for (const EvidenceLine& line : analyzer.finish().evidence) causes_by_signature[line.signature].insert(line.cause);
+  }
+  for (const Signature& signature : testing::builtin_catalog().signatures) {
+    const auto found = causes_by_signature.find(signature.id);
+    if (found == causes_by_signature.end()) {
+      ADD_FAILURE() << signature.id << " matches no line in tests/logs";
+      continue;
+    }
+    if (!signature.cause_by_path) {
+      EXPECT_EQ(found->second, std::set<std::string>{signature.cause}) << signature.id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace headroom
