@@ -79,9 +79,10 @@ void add_kernel_log_facts(const Context& context, const Diagnosis& diagnosis, Ho
     fact.evidence.push_back({"rss_bytes", event.rss_bytes(), "bytes"});
     fact.evidence.push_back({"constraint", std::string(to_string(event.constraint)), ""});
   } else if (!events.empty()) {
-    fact.verdict = HostVerdict::kConfirms;
+    // Kills of other pids may be another job's; only a pid the log names confirms.
+    fact.verdict = HostVerdict::kNeutral;
     fact.summary = fmt::format(
-        "the kernel log has {} OOM kill(s), though none of the pids the log names (a container's pids differ); last: pid {} ({})",
+        "the kernel log has {} OOM kill(s), none of a pid the log names (a container renumbers pids); last: pid {} ({})",
         events.size(), events.back().pid, events.back().comm);
   } else {
     fact.verdict = HostVerdict::kNeutral;
