@@ -1,5 +1,8 @@
 // headroom du: the largest entries under a path, and who holds them.
 
+#include "core/walk/du.h"
+
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,11 +13,8 @@
 #include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "cli/command.h"
 #include "core/units.h"
-#include "core/walk/du.h"
 #include "core/walk/du_render.h"
 
 namespace headroom::cli {
@@ -84,21 +84,25 @@ class ProgressLine {
 std::function<int()> setup_du(CLI::App& app, const Globals& globals) {
   auto command = std::make_shared<DuCommand>();
   app.add_option("path", command->path, "directory to examine (default: the current directory)");
-  app.add_option("--top", command->top, "list this many entries, largest first; 0: all (default 20)");
-  app.add_flag("--apparent-size", command->apparent, "rank by file size (st_size), not blocks on disk");
+  app.add_option("--top", command->top,
+                 "list this many entries, largest first; 0: all (default 20)");
+  app.add_flag("--apparent-size", command->apparent,
+               "rank by file size (st_size), not blocks on disk");
   auto* cross = app.add_flag("--cross-mounts", command->cross_mounts,
                              "descend into other filesystems mounted below PATH");
   app.add_flag("-x,--one-file-system", command->one_file_system,
                "stay on PATH's filesystem (the default)")
       ->excludes(cross);
-  app.add_option("--threads", command->threads, "walker threads (default: 4 per CPU, 4..64: a cold-cache walk waits on the disk)")
+  app.add_option("--threads", command->threads,
+                 "walker threads (default: 4 per CPU, 4..64: a cold-cache walk waits on the disk)")
       ->check(CLI::Range(1U, 256U));
-  app.add_flag("--no-holders", command->no_holders, "do not scan /proc for processes holding files");
+  app.add_flag("--no-holders", command->no_holders,
+               "do not scan /proc for processes holding files");
   return [command, &globals]() {
     const Context context = make_context(globals);
     DuOptions options;
-    std::filesystem::path path = command->path.empty() ? context.working_directory
-                                                       : std::filesystem::path(command->path);
+    std::filesystem::path path =
+        command->path.empty() ? context.working_directory : std::filesystem::path(command->path);
     if (path.is_relative()) path = context.working_directory / path;
     options.path = path.lexically_normal();
     if (options.path.has_filename() == false && options.path != options.path.root_path()) {

@@ -1,10 +1,11 @@
 // headroom prune: checkpoint retention, dry run unless --yes.
 
+#include "core/prune/prune.h"
+
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
-#include "core/prune/prune.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -33,13 +34,18 @@ std::function<int()> setup_prune(CLI::App& app, const Globals& globals) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
   app.add_option("--keep-best", command->keep_best,
                  "also keep the N best by the metric in their names (e.g. val_loss=0.123)");
-  app.add_option("--metric", command->metric, "metric for --keep-best (default: the only one in the names)");
-  app.add_option("--mode", command->mode, "min or max: which metric value is better (default: from its name)")
+  app.add_option("--metric", command->metric,
+                 "metric for --keep-best (default: the only one in the names)");
+  app.add_option("--mode", command->mode,
+                 "min or max: which metric value is better (default: from its name)")
       ->check(CLI::IsMember({"auto", "min", "max"}));
-  app.add_option("--keep-every", command->keep_every, "also keep checkpoints whose step is a multiple of K");
-  app.add_option("--settle", command->settle, "interval of the still-growing check (default 200ms)");
+  app.add_option("--keep-every", command->keep_every,
+                 "also keep checkpoints whose step is a multiple of K");
+  app.add_option("--settle", command->settle,
+                 "interval of the still-growing check (default 200ms)");
   app.add_flag("--yes", command->yes, "delete (without it: print the plan only)");
-  app.add_flag("--no-holders", command->no_holders, "do not scan /proc for processes holding checkpoints");
+  app.add_flag("--no-holders", command->no_holders,
+               "do not scan /proc for processes holding checkpoints");
   return [command, &globals]() {
     const Context context = make_context(globals);
     PruneOptions options;

@@ -58,7 +58,8 @@ std::optional<std::uint64_t> to_number(std::string_view digits) {
 /// First capture of `pattern` in `text` as a number.
 std::optional<std::uint64_t> find_number(std::string_view text, const RE2& pattern) {
   re2::StringPiece digits;
-  if (!RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), pattern, &digits)) return std::nullopt;
+  if (!RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), pattern, &digits))
+    return std::nullopt;
   return to_number(std::string_view(digits.data(), digits.size()));
 }
 
@@ -102,7 +103,8 @@ CheckpointName parse_checkpoint_name(std::string_view name) {
   // key=value pairs as Lightning's ModelCheckpoint writes them; values may be
   // negative or in exponent form. Keys keep their case for --metric matching.
   static const RE2 kPair(R"(([A-Za-z][A-Za-z0-9_./]*)=(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?))");
-  static const RE2 kStep(R"((?:^|[^a-z])(?:global_step|checkpoint|step|iteration|iter|it)[-_]?(\d+))");
+  static const RE2 kStep(
+      R"((?:^|[^a-z])(?:global_step|checkpoint|step|iteration|iter|it)[-_]?(\d+))");
   static const RE2 kEpoch(R"(epoch[-_]?(\d+))");
   static const RE2 kTrailing(R"((?:^|[-_.])(\d+)$)");
 
@@ -113,8 +115,8 @@ CheckpointName parse_checkpoint_name(std::string_view name) {
                      lowered.rfind(".tmp", 0) == 0 || lowered.rfind("tmp_", 0) == 0;
   strip_extension(stem);
   const std::string_view original_stem = name.substr(0, stem.size());
-  parsed.best_or_last = stem.find("best") != std::string_view::npos ||
-                        stem.find("last") != std::string_view::npos;
+  parsed.best_or_last =
+      stem.find("best") != std::string_view::npos || stem.find("last") != std::string_view::npos;
 
   re2::StringPiece input(original_stem.data(), original_stem.size());
   re2::StringPiece key_piece;
@@ -128,7 +130,8 @@ CheckpointName parse_checkpoint_name(std::string_view name) {
     } else if (lowered_key == "epoch") {
       parsed.epoch = to_number(value);
     } else {
-      parsed.metrics.emplace_back(std::string(key), std::strtod(std::string(value).c_str(), nullptr));
+      parsed.metrics.emplace_back(std::string(key),
+                                  std::strtod(std::string(value).c_str(), nullptr));
     }
   }
   // Pairs hold the metric values, whose digits must not be read as steps.

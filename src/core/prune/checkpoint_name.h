@@ -15,8 +15,8 @@ namespace headroom {
 
 /// The parsed name of one checkpoint file or directory.
 struct CheckpointName {
-  std::optional<std::uint64_t> step;   ///< step=, global_step, checkpoint-N, iter, a trailing number
-  std::optional<std::uint64_t> epoch;  ///< epoch=, epoch_N, ckpt_epochN
+  std::optional<std::uint64_t> step;  ///< step=, global_step, checkpoint-N, iter, a trailing number
+  std::optional<std::uint64_t> epoch;                   ///< epoch=, epoch_N, ckpt_epochN
   std::vector<std::pair<std::string, double>> metrics;  ///< other key=value pairs, in name order
   bool best_or_last = false;  ///< the name contains "best" or "last" (any case)
   bool temporary = false;     ///< *.tmp, *.partial, *.part, *.incomplete, tmp-checkpoint-N, .tmp*

@@ -4,10 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/inuse/inuse_index.h"
 #include "core/walk/dirents.h"
@@ -84,7 +83,8 @@ std::vector<CheckpointHolder> collect_holders(const InUseIndex& index,
                                               const Checkpoint& checkpoint,
                                               std::vector<walk::FileId> ids) {
   ids.push_back(checkpoint.stat.id);
-  std::vector<const Holder*> found = index.holders_under(dir / checkpoint.name, key(checkpoint.stat.id));
+  std::vector<const Holder*> found =
+      index.holders_under(dir / checkpoint.name, key(checkpoint.stat.id));
   for (const walk::FileId& id : ids) {
     for (const Holder* holder : index.holders(key(id))) found.push_back(holder);
   }
@@ -137,7 +137,8 @@ void mark_named(int dir_fd, const std::filesystem::path& dir,
                 const std::vector<std::pair<std::string, walk::FileStat>>& others,
                 std::vector<Checkpoint>& checkpoints) {
   auto name_it = [&](std::string_view name, const std::string& why) {
-    if (Checkpoint* checkpoint = find(checkpoints, name); checkpoint && checkpoint->named_by.empty()) {
+    if (Checkpoint* checkpoint = find(checkpoints, name);
+        checkpoint && checkpoint->named_by.empty()) {
       checkpoint->named_by = why;
     }
   };
@@ -155,7 +156,8 @@ void mark_named(int dir_fd, const std::filesystem::path& dir,
       walk::FileStat followed;
       if (walk::stat_at(AT_FDCWD, resolved.c_str(), followed) == 0) {
         for (Checkpoint& checkpoint : checkpoints) {
-          if (checkpoint.stat.id == followed.id && checkpoint.named_by.empty()) checkpoint.named_by = why;
+          if (checkpoint.stat.id == followed.id && checkpoint.named_by.empty())
+            checkpoint.named_by = why;
         }
       }
     } else if (stat.kind == walk::FileKind::kFile && name.rfind("latest", 0) == 0 &&
@@ -183,7 +185,8 @@ void mark_named(int dir_fd, const std::filesystem::path& dir,
 
 }  // namespace
 
-Result<CheckpointScan> scan_checkpoints(const Context& context, const CheckpointScanOptions& options) {
+Result<CheckpointScan> scan_checkpoints(const Context& context,
+                                        const CheckpointScanOptions& options) {
   CheckpointScan scan;
   scan.dir = options.dir;
   const FdCloser dir{::open(options.dir.c_str(), kDirectoryFlags)};
@@ -193,26 +196,28 @@ Result<CheckpointScan> scan_checkpoints(const Context& context, const Checkpoint
   }
   std::vector<std::pair<std::string, walk::FileStat>> others;
   char buffer[walk::kDirentBufferSize];
-  const int error = walk::for_each_dirent(dir.fd, buffer, sizeof buffer, [&](std::string_view name, unsigned char) {
-    Checkpoint checkpoint;
-    checkpoint.name = name;
-    if (walk::stat_at(dir.fd, checkpoint.name.c_str(), checkpoint.stat) != 0) return;
-    const walk::FileStat& stat = checkpoint.stat;
-    const bool directory = stat.kind == walk::FileKind::kDirectory;
-    const bool candidate = directory ? is_checkpoint_dir_name(name)
-                                     : stat.kind == walk::FileKind::kFile && is_checkpoint_file_name(name);
-    if (!candidate) {
-      others.emplace_back(checkpoint.name, stat);
-      return;
-    }
-    if (directory && (stat.id.dev != scan.dir_stat.id.dev || stat.mount_root)) {
-      ++scan.mounts_skipped;  // another filesystem: never pruned
-      return;
-    }
-    checkpoint.directory = directory;
-    checkpoint.parsed = parse_checkpoint_name(name);
-    scan.checkpoints.push_back(std::move(checkpoint));
-  });
+  const int error = walk::for_each_dirent(
+      dir.fd, buffer, sizeof buffer, [&](std::string_view name, unsigned char) {
+        Checkpoint checkpoint;
+        checkpoint.name = name;
+        if (walk::stat_at(dir.fd, checkpoint.name.c_str(), checkpoint.stat) != 0) return;
+        const walk::FileStat& stat = checkpoint.stat;
+        const bool directory = stat.kind == walk::FileKind::kDirectory;
+        const bool candidate =
+            directory ? is_checkpoint_dir_name(name)
+                      : stat.kind == walk::FileKind::kFile && is_checkpoint_file_name(name);
+        if (!candidate) {
+          others.emplace_back(checkpoint.name, stat);
+          return;
+        }
+        if (directory && (stat.id.dev != scan.dir_stat.id.dev || stat.mount_root)) {
+          ++scan.mounts_skipped;  // another filesystem: never pruned
+          return;
+        }
+        checkpoint.directory = directory;
+        checkpoint.parsed = parse_checkpoint_name(name);
+        scan.checkpoints.push_back(std::move(checkpoint));
+      });
   if (error != 0) return fail(Error::from_errno(error, options.dir.string()));
 
   std::optional<InUseIndex> index;
@@ -231,7 +236,8 @@ Result<CheckpointScan> scan_checkpoints(const Context& context, const Checkpoint
     auto tally = measure(options.dir, checkpoint, index ? &watch : nullptr, &watched);
     if (!tally) return fail(tally.error());
     checkpoint.tally = *tally;
-    if (index) checkpoint.holders = collect_holders(*index, options.dir, checkpoint, std::move(watched));
+    if (index)
+      checkpoint.holders = collect_holders(*index, options.dir, checkpoint, std::move(watched));
   }
   // A checkpoint being written grows between two looks; torch.save and
   // safetensors write sequentially, so 200 ms catches any live writer.
@@ -248,7 +254,8 @@ Result<CheckpointScan> scan_checkpoints(const Context& context, const Checkpoint
   return scan;
 }
 
-Result<walk::Tally> measure_checkpoint(const std::filesystem::path& dir, const Checkpoint& checkpoint) {
+Result<walk::Tally> measure_checkpoint(const std::filesystem::path& dir,
+                                       const Checkpoint& checkpoint) {
   return measure(dir, checkpoint, nullptr, nullptr);
 }
 

@@ -51,7 +51,8 @@ struct CheckpointScan {
   std::filesystem::path dir;
   walk::FileStat dir_stat;
   std::vector<Checkpoint> checkpoints;  ///< in directory order
-  /// Why the holder check may be incomplete (unreadable pids, hidepid, scan error); empty when complete.
+  /// Why the holder check may be incomplete (unreadable pids, hidepid, scan error); empty when
+  /// complete.
   std::string in_use_note;
   std::uint64_t mounts_skipped = 0;  ///< checkpoint-looking mount points, never candidates
 };
@@ -64,7 +65,8 @@ struct CheckpointScan {
 [[nodiscard]] Result<walk::Tally> measure_checkpoint(const std::filesystem::path& dir,
                                                      const Checkpoint& checkpoint);
 
-/// Holders of `checkpoint` (the entry, anything under it, by id or by path) in a fresh scan of /proc.
+/// Holders of `checkpoint` (the entry, anything under it, by id or by path) in a fresh scan of
+/// /proc.
 [[nodiscard]] Result<std::vector<CheckpointHolder>> current_holders(
     const Context& context, const std::filesystem::path& dir, const Checkpoint& checkpoint,
     std::string* incomplete_note = nullptr);

@@ -32,9 +32,12 @@ const RemovalOutcome* outcome_of(const PruneResult& result, std::size_t index) {
 
 std::string_view status_name(RemovalStatus status) {
   switch (status) {
-    case RemovalStatus::kRemoved: return "removed";
-    case RemovalStatus::kSkipped: return "skipped";
-    case RemovalStatus::kFailed: return "failed";
+    case RemovalStatus::kRemoved:
+      return "removed";
+    case RemovalStatus::kSkipped:
+      return "skipped";
+    case RemovalStatus::kFailed:
+      return "failed";
   }
   return "failed";
 }
@@ -47,14 +50,16 @@ std::string headline(const PruneResult& result, const TextStyle& style) {
                        result.scan.checkpoints.size());
   }
   if (!result.removed) {
-    return fmt::format("{}: would delete {} of {} checkpoints, freeing {} (dry run: add --yes to delete)\n",
-                       dir, result.plan.deletions, result.scan.checkpoints.size(),
-                       paint(style, kRed, format_bytes(result.plan.delete_bytes)));
+    return fmt::format(
+        "{}: would delete {} of {} checkpoints, freeing {} (dry run: add --yes to delete)\n", dir,
+        result.plan.deletions, result.scan.checkpoints.size(),
+        paint(style, kRed, format_bytes(result.plan.delete_bytes)));
   }
   std::string line = fmt::format("{}: deleted {} checkpoints, freed {}", dir,
                                  result.outcomes.size() - result.not_removed(),
                                  paint(style, kGreen, format_bytes(result.freed_bytes())));
-  if (result.not_removed() > 0) line += fmt::format("; {} not removed (see below)", result.not_removed());
+  if (result.not_removed() > 0)
+    line += fmt::format("; {} not removed (see below)", result.not_removed());
   return line + "\n";
 }
 
@@ -64,7 +69,8 @@ std::string render_prune_text(const PruneResult& result, const TextStyle& style)
   std::string out = headline(result, style);
   if (result.scan.checkpoints.empty()) return out;
   out += fmt::format("Ordered by {}.\n\n", result.plan.ordered_by);
-  out += fmt::format("{:<8}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n", "ACTION", "SIZE", "STEP", "AGE", "NAME", "WHY");
+  out += fmt::format("{:<8}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n", "ACTION", "SIZE", "STEP", "AGE",
+                     "NAME", "WHY");
   for (const PlannedCheckpoint& item : result.plan.items) {
     const Checkpoint& checkpoint = result.scan.checkpoints[item.index];
     std::string action = item.decision == Decision::kKeep ? "keep" : "delete";
@@ -81,10 +87,12 @@ std::string render_prune_text(const PruneResult& result, const TextStyle& style)
                        display_name(checkpoint), why);
   }
   if (result.scan.mounts_skipped > 0) {
-    out += fmt::format("\n{} checkpoint-named mount point(s) of other filesystems were left alone.\n",
-                       result.scan.mounts_skipped);
+    out +=
+        fmt::format("\n{} checkpoint-named mount point(s) of other filesystems were left alone.\n",
+                    result.scan.mounts_skipped);
   }
-  if (!result.scan.in_use_note.empty()) out += fmt::format("\nIn use: {}\n", result.scan.in_use_note);
+  if (!result.scan.in_use_note.empty())
+    out += fmt::format("\nIn use: {}\n", result.scan.in_use_note);
   return out;
 }
 
@@ -96,14 +104,19 @@ nlohmann::ordered_json prune_to_json(const PruneResult& result) {
     for (const auto& [name, value] : checkpoint.parsed.metrics) metrics[name] = value;
     nlohmann::ordered_json holders = nlohmann::ordered_json::array();
     for (const CheckpointHolder& holder : checkpoint.holders) {
-      holders.push_back({{"pid", holder.pid}, {"command", holder.command}, {"user", holder.user}, {"how", holder.how}});
+      holders.push_back({{"pid", holder.pid},
+                         {"command", holder.command},
+                         {"user", holder.user},
+                         {"how", holder.how}});
     }
     nlohmann::ordered_json json = {
         {"name", checkpoint.name},
         {"path", (result.scan.dir / checkpoint.name).string()},
         {"type", checkpoint.directory ? "directory" : "file"},
-        {"step", checkpoint.parsed.step ? nlohmann::ordered_json(*checkpoint.parsed.step) : nullptr},
-        {"epoch", checkpoint.parsed.epoch ? nlohmann::ordered_json(*checkpoint.parsed.epoch) : nullptr},
+        {"step",
+         checkpoint.parsed.step ? nlohmann::ordered_json(*checkpoint.parsed.step) : nullptr},
+        {"epoch",
+         checkpoint.parsed.epoch ? nlohmann::ordered_json(*checkpoint.parsed.epoch) : nullptr},
         {"metrics", metrics},
         {"disk_bytes", checkpoint.tally.disk_bytes},
         {"apparent_bytes", checkpoint.tally.apparent_bytes},
@@ -128,7 +141,9 @@ nlohmann::ordered_json prune_to_json(const PruneResult& result) {
        {{"keep_last", policy.keep_last},
         {"keep_best", policy.keep_best},
         {"metric", result.plan.metric},
-        {"mode", result.plan.mode == MetricMode::kMin ? "min" : result.plan.mode == MetricMode::kMax ? "max" : ""},
+        {"mode", result.plan.mode == MetricMode::kMin   ? "min"
+                 : result.plan.mode == MetricMode::kMax ? "max"
+                                                        : ""},
         {"keep_every", policy.keep_every}}},
       {"checkpoints", items},
       {"delete_count", result.plan.deletions},

@@ -1,12 +1,11 @@
 #include "core/prune/removal.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "core/walk/dirents.h"
 
@@ -24,8 +23,9 @@ tl::unexpected<Error> failure(int errnum, const std::string& what) {
 Result<void> empty_directory(int fd, const std::string& path, dev_t device) {
   std::vector<std::string> names;  // removing while listing could skip entries
   auto buffer = std::make_unique<char[]>(walk::kDirentBufferSize);
-  const int error = walk::for_each_dirent(fd, buffer.get(), walk::kDirentBufferSize,
-                                          [&](std::string_view name, unsigned char) { names.emplace_back(name); });
+  const int error = walk::for_each_dirent(
+      fd, buffer.get(), walk::kDirentBufferSize,
+      [&](std::string_view name, unsigned char) { names.emplace_back(name); });
   if (error != 0) return failure(error, path);
   for (const std::string& name : names) {
     walk::FileStat stat;
@@ -43,8 +43,8 @@ Result<void> empty_directory(int fd, const std::string& path, dev_t device) {
 }
 
 /// The holder, size and identity checks done right before removing one checkpoint.
-std::string recheck(const Context& context, const CheckpointScan& scan, const Checkpoint& checkpoint,
-                    int dir_fd, HolderRecheck holders) {
+std::string recheck(const Context& context, const CheckpointScan& scan,
+                    const Checkpoint& checkpoint, int dir_fd, HolderRecheck holders) {
   walk::FileStat now;
   if (const int error = walk::stat_at(dir_fd, checkpoint.name.c_str(), now); error != 0) {
     return fmt::format("cannot stat it any more: {}", std::strerror(error));
@@ -92,7 +92,8 @@ Result<void> remove_tree_at(int parent_fd, const std::string& name, const walk::
   return {};
 }
 
-Result<std::vector<RemovalOutcome>> remove_checkpoints(const Context& context, const CheckpointScan& scan,
+Result<std::vector<RemovalOutcome>> remove_checkpoints(const Context& context,
+                                                       const CheckpointScan& scan,
                                                        const std::vector<std::size_t>& indices,
                                                        HolderRecheck holders) {
   const int dir_fd = ::open(scan.dir.c_str(), kDirectoryFlags);
@@ -105,7 +106,8 @@ Result<std::vector<RemovalOutcome>> remove_checkpoints(const Context& context, c
   std::vector<RemovalOutcome> outcomes;
   for (std::size_t index : indices) {
     const Checkpoint& checkpoint = scan.checkpoints[index];
-    RemovalOutcome outcome{index, RemovalStatus::kSkipped, recheck(context, scan, checkpoint, dir_fd, holders), 0};
+    RemovalOutcome outcome{index, RemovalStatus::kSkipped,
+                           recheck(context, scan, checkpoint, dir_fd, holders), 0};
     if (outcome.reason.empty()) {
       Result<void> removed;
       if (checkpoint.directory) {

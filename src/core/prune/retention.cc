@@ -20,11 +20,12 @@ std::string lower(std::string_view text) {
 /// Reasons that protect a checkpoint whatever the policy says.
 std::vector<std::string> protections(const Checkpoint& checkpoint) {
   std::vector<std::string> reasons;
-  if (checkpoint.growing) reasons.push_back("still being written: size or mtime changed while measured");
+  if (checkpoint.growing)
+    reasons.push_back("still being written: size or mtime changed while measured");
   if (checkpoint.parsed.temporary) reasons.push_back("temporary name: a save in progress");
   for (const CheckpointHolder& holder : checkpoint.holders) {
-    reasons.push_back(fmt::format("in use by {}[{}] ({}, {})", holder.command, holder.pid, holder.user,
-                                  holder.how));
+    reasons.push_back(fmt::format("in use by {}[{}] ({}, {})", holder.command, holder.pid,
+                                  holder.user, holder.how));
   }
   if (checkpoint.parsed.best_or_last) reasons.push_back("name marks it best/last");
   if (!checkpoint.named_by.empty()) reasons.push_back(checkpoint.named_by);
@@ -36,15 +37,17 @@ bool complete(const Checkpoint& checkpoint) {
 }
 
 Result<std::string> resolve_metric(const std::vector<Checkpoint>& checkpoints,
-                                   const std::vector<std::size_t>& series, const std::string& wanted) {
+                                   const std::vector<std::size_t>& series,
+                                   const std::string& wanted) {
   std::set<std::string> names;
   for (std::size_t index : series) {
     for (const auto& [name, value] : checkpoints[index].parsed.metrics) names.insert(name);
   }
   if (!wanted.empty()) {
     if (names.count(wanted) == 0) {
-      return fail(Error::invalid(fmt::format("no checkpoint name carries the metric '{}' (found: {})",
-                                             wanted, names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")))));
+      return fail(Error::invalid(
+          fmt::format("no checkpoint name carries the metric '{}' (found: {})", wanted,
+                      names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")))));
     }
     return wanted;
   }
@@ -53,8 +56,8 @@ Result<std::string> resolve_metric(const std::vector<Checkpoint>& checkpoints,
         "--keep-best needs a metric in the names, e.g. 'epoch=3-val_loss=0.123.ckpt'; none found"));
   }
   if (names.size() > 1) {
-    return fail(Error::invalid(fmt::format("names carry several metrics ({}): choose one with --metric",
-                                           fmt::join(names, ", "))));
+    return fail(Error::invalid(fmt::format(
+        "names carry several metrics ({}): choose one with --metric", fmt::join(names, ", "))));
   }
   return *names.begin();
 }
@@ -65,25 +68,27 @@ std::set<std::size_t> best_of(const std::vector<Checkpoint>& checkpoints,
                               MetricMode mode, std::size_t count) {
   std::vector<std::pair<double, std::size_t>> scored;  // (value, position in series)
   for (std::size_t position = 0; position < series.size(); ++position) {
-    if (auto value = checkpoints[series[position]].parsed.metric(metric)) scored.emplace_back(*value, position);
+    if (auto value = checkpoints[series[position]].parsed.metric(metric))
+      scored.emplace_back(*value, position);
   }
   std::sort(scored.begin(), scored.end(), [mode](const auto& a, const auto& b) {
     if (a.first != b.first) return mode == MetricMode::kMin ? a.first < b.first : a.first > b.first;
     return a.second > b.second;
   });
   std::set<std::size_t> best;
-  for (std::size_t i = 0; i < scored.size() && i < count; ++i) best.insert(series[scored[i].second]);
+  for (std::size_t i = 0; i < scored.size() && i < count; ++i)
+    best.insert(series[scored[i].second]);
   return best;
 }
 
 }  // namespace
 
 MetricMode guess_metric_mode(std::string_view metric) {
-  static constexpr std::array<std::string_view, 9> kLower = {"loss", "err", "perplexity", "ppl", "wer",
-                                                             "cer",  "mse", "mae",        "rmse"};
+  static constexpr std::array<std::string_view, 9> kLower = {
+      "loss", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse"};
   static constexpr std::array<std::string_view, 13> kHigher = {
-      "acc", "f1", "score", "bleu", "auc", "map", "precision", "recall", "iou", "dice", "rouge",
-      "reward", "top1"};
+      "acc",    "f1",  "score", "bleu",  "auc",    "map", "precision",
+      "recall", "iou", "dice",  "rouge", "reward", "top1"};
   const std::string name = lower(metric);
   for (std::string_view word : kLower) {
     if (name.find(word) != std::string::npos) return MetricMode::kMin;
@@ -131,7 +136,8 @@ Result<RetentionPlan> plan_retention(const std::vector<Checkpoint>& checkpoints,
     plan.mode = policy.mode != MetricMode::kAuto ? policy.mode : guess_metric_mode(plan.metric);
     if (plan.mode == MetricMode::kAuto) {
       return fail(Error::invalid(fmt::format(
-          "cannot tell whether a higher or lower '{}' is better: pass --mode min or --mode max", plan.metric)));
+          "cannot tell whether a higher or lower '{}' is better: pass --mode min or --mode max",
+          plan.metric)));
     }
     best = best_of(checkpoints, series, plan.metric, plan.mode, policy.keep_best);
   }
@@ -149,23 +155,30 @@ Result<RetentionPlan> plan_retention(const std::vector<Checkpoint>& checkpoints,
   for (std::size_t index : series) {
     const Checkpoint& checkpoint = checkpoints[index];
     PlannedCheckpoint item{index, Decision::kKeep, protections(checkpoint)};
-    if (newest_complete == index) item.reasons.insert(item.reasons.begin(), "newest complete checkpoint");
+    if (newest_complete == index)
+      item.reasons.insert(item.reasons.begin(), "newest complete checkpoint");
     if (newest.count(index) > 0) {
-      item.reasons.push_back(fmt::format("one of the {} newest (--keep-last {})", policy.keep_last, policy.keep_last));
+      item.reasons.push_back(
+          fmt::format("one of the {} newest (--keep-last {})", policy.keep_last, policy.keep_last));
     }
     if (best.count(index) > 0) {
-      item.reasons.push_back(fmt::format("one of the {} best by {} = {} (--keep-best)", policy.keep_best,
-                                         plan.metric, *checkpoint.parsed.metric(plan.metric)));
+      item.reasons.push_back(fmt::format("one of the {} best by {} = {} (--keep-best)",
+                                         policy.keep_best, plan.metric,
+                                         *checkpoint.parsed.metric(plan.metric)));
     }
     const auto order = checkpoint.parsed.order();
     if (policy.keep_every > 0 && order && *order % policy.keep_every == 0) {
-      item.reasons.push_back(fmt::format("step {} is a multiple of {} (--keep-every)", *order, policy.keep_every));
+      item.reasons.push_back(
+          fmt::format("step {} is a multiple of {} (--keep-every)", *order, policy.keep_every));
     }
     if (item.reasons.empty()) {
       item.decision = Decision::kDelete;
-      item.reasons.push_back(order ? fmt::format("older than the {} newest (step {})", policy.keep_last, *order)
-                                   : fmt::format("older than the {} newest (by mtime)", policy.keep_last));
-      if (policy.keep_best > 0) item.reasons.push_back(fmt::format("not among the {} best by {}", policy.keep_best, plan.metric));
+      item.reasons.push_back(
+          order ? fmt::format("older than the {} newest (step {})", policy.keep_last, *order)
+                : fmt::format("older than the {} newest (by mtime)", policy.keep_last));
+      if (policy.keep_best > 0)
+        item.reasons.push_back(
+            fmt::format("not among the {} best by {}", policy.keep_best, plan.metric));
       plan.delete_bytes += checkpoint.tally.disk_bytes;
       ++plan.deletions;
     }
@@ -173,7 +186,8 @@ Result<RetentionPlan> plan_retention(const std::vector<Checkpoint>& checkpoints,
   }
   for (std::size_t index : extras) {
     PlannedCheckpoint item{index, Decision::kKeep, protections(checkpoints[index])};
-    item.reasons.push_back("no step number in its name while others have one: not part of the series");
+    item.reasons.push_back(
+        "no step number in its name while others have one: not part of the series");
     plan.items.push_back(std::move(item));
   }
   return plan;

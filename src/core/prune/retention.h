@@ -17,9 +17,9 @@ enum class MetricMode { kAuto, kMin, kMax };
 
 /// The retention policy from the command line.
 struct RetentionPolicy {
-  std::size_t keep_last = 1;     ///< the N newest complete checkpoints
-  std::size_t keep_best = 0;     ///< the N best by `metric`
-  std::string metric;            ///< empty: the one metric the names carry
+  std::size_t keep_last = 1;  ///< the N newest complete checkpoints
+  std::size_t keep_best = 0;  ///< the N best by `metric`
+  std::string metric;         ///< empty: the one metric the names carry
   MetricMode mode = MetricMode::kAuto;
   std::uint64_t keep_every = 0;  ///< keep steps that are multiples of K; 0: off
 };
@@ -37,8 +37,8 @@ struct PlannedCheckpoint {
 /// The whole plan, oldest first.
 struct RetentionPlan {
   std::vector<PlannedCheckpoint> items;
-  std::string ordered_by;  ///< "step number" or "modification time"
-  std::string metric;      ///< the --keep-best metric, resolved
+  std::string ordered_by;               ///< "step number" or "modification time"
+  std::string metric;                   ///< the --keep-best metric, resolved
   MetricMode mode = MetricMode::kAuto;  ///< resolved to kMin or kMax when keep_best > 0
   std::uint64_t delete_bytes = 0;       ///< disk bytes the deletions free
   std::size_t deletions = 0;

@@ -1,7 +1,6 @@
 #include "core/walk/du.h"
 
 #include <fcntl.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -73,7 +72,8 @@ Result<DuReport> run_du(const Context& context, const DuOptions& options) {
     if (scanned) {
       index = std::move(*scanned);
       for (const Holder& holder : index->all()) {
-        watch.insert({static_cast<dev_t>(holder.file.device), static_cast<ino_t>(holder.file.inode)});
+        watch.insert(
+            {static_cast<dev_t>(holder.file.device), static_cast<ino_t>(holder.file.inode)});
       }
       report.in_use_checked = true;
       report.in_use_note = describe_incomplete(*index);
@@ -95,7 +95,8 @@ Result<DuReport> run_du(const Context& context, const DuOptions& options) {
   std::vector<walk::TopEntry>& tops = walked->entries;
   const auto size = options.size;
   std::sort(tops.begin(), tops.end(), [size](const walk::TopEntry& a, const walk::TopEntry& b) {
-    if (a.tally.bytes(size) != b.tally.bytes(size)) return a.tally.bytes(size) > b.tally.bytes(size);
+    if (a.tally.bytes(size) != b.tally.bytes(size))
+      return a.tally.bytes(size) > b.tally.bytes(size);
     return a.name < b.name;
   });
   UserNames users(context);

@@ -24,8 +24,8 @@ struct DuOptions {
   std::size_t top = 20;        ///< entries listed; the rest are summed into "other"
   walk::SizeKind size = walk::SizeKind::kDisk;
   walk::Mounts mounts = walk::Mounts::kStayOnFilesystem;
-  unsigned threads = 0;    ///< 0: walk::default_threads()
-  bool in_use = true;      ///< scan /proc to say who holds files under each entry
+  unsigned threads = 0;  ///< 0: walk::default_threads()
+  bool in_use = true;    ///< scan /proc to say who holds files under each entry
   walk::WalkProgress* progress = nullptr;
 };
 
@@ -44,9 +44,9 @@ struct DuEntry {
   uid_t owner_uid = 0;
   std::string owner;
   walk::Tally tally;
-  bool mount_point = false;        ///< another filesystem, not entered
-  std::uint64_t held_files = 0;    ///< files under it that some process holds
-  std::vector<DuHolder> holders;   ///< distinct pids, at most kMaxHolders
+  bool mount_point = false;       ///< another filesystem, not entered
+  std::uint64_t held_files = 0;   ///< files under it that some process holds
+  std::vector<DuHolder> holders;  ///< distinct pids, at most kMaxHolders
   static constexpr std::size_t kMaxHolders = 8;
 };
 
@@ -56,7 +56,7 @@ struct DuReport {
   walk::SizeKind size = walk::SizeKind::kDisk;
   walk::Mounts mounts = walk::Mounts::kStayOnFilesystem;
   walk::Tally total;
-  std::vector<DuEntry> entries;  ///< largest first
+  std::vector<DuEntry> entries;   ///< largest first
   std::uint64_t other_count = 0;  ///< entries not listed
   walk::Tally other;
   std::uint64_t unreadable = 0;

@@ -8,10 +8,14 @@ namespace {
 
 std::string_view kind_name(walk::FileKind kind) {
   switch (kind) {
-    case walk::FileKind::kDirectory: return "directory";
-    case walk::FileKind::kFile: return "file";
-    case walk::FileKind::kSymlink: return "symlink";
-    case walk::FileKind::kOther: return "other";
+    case walk::FileKind::kDirectory:
+      return "directory";
+    case walk::FileKind::kFile:
+      return "file";
+    case walk::FileKind::kSymlink:
+      return "symlink";
+    case walk::FileKind::kOther:
+      return "other";
   }
   return "other";
 }
@@ -25,7 +29,8 @@ nlohmann::ordered_json tally_json(const walk::Tally& tally, std::int64_t now_ns)
   };
   if (tally.newest_mtime_ns > 0) {
     json["newest_mtime"] = tally.newest_mtime_ns / 1'000'000'000;
-    json["newest_age_seconds"] = std::max<std::int64_t>(0, (now_ns - tally.newest_mtime_ns) / 1'000'000'000);
+    json["newest_age_seconds"] =
+        std::max<std::int64_t>(0, (now_ns - tally.newest_mtime_ns) / 1'000'000'000);
   } else {
     json["newest_mtime"] = nullptr;
     json["newest_age_seconds"] = nullptr;

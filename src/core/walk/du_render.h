@@ -3,9 +3,8 @@
 // (schema in docs/json.md, "headroom du --json").
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/report/text.h"
 #include "core/walk/du.h"
@@ -13,7 +12,8 @@
 namespace headroom {
 
 /// `text` wrapped in the ANSI `color` and a reset when the style has colour.
-[[nodiscard]] std::string paint(const TextStyle& style, std::string_view color, const std::string& text);
+[[nodiscard]] std::string paint(const TextStyle& style, std::string_view color,
+                                const std::string& text);
 
 /// "45s ago", "12m ago", "3h ago", "5d ago"; "in the future" for clock skew.
 [[nodiscard]] std::string format_age(std::int64_t now_ns, std::int64_t then_ns);

@@ -25,9 +25,12 @@ std::string holders_text(const DuEntry& entry) {
 
 std::string entry_name(const DuEntry& entry) {
   switch (entry.kind) {
-    case walk::FileKind::kDirectory: return entry.name + "/";
-    case walk::FileKind::kSymlink: return entry.name + "@";
-    default: return entry.name;
+    case walk::FileKind::kDirectory:
+      return entry.name + "/";
+    case walk::FileKind::kSymlink:
+      return entry.name + "@";
+    default:
+      return entry.name;
   }
 }
 
@@ -73,11 +76,11 @@ std::string format_count(std::uint64_t count) {
 std::string render_du_text(const DuReport& report, const TextStyle& style) {
   const walk::SizeKind size = report.size;
   const std::string_view measure = size == walk::SizeKind::kDisk ? "on disk" : "apparent size";
-  std::string out = fmt::format(
-      "{}: {} {} in {} files, {} directories ({:.1f}s, {} threads)\n",
-      report.path.string(), paint(style, kBold, format_bytes(report.total.bytes(size))), measure,
-      format_count(report.total.files), format_count(report.total.directories),
-      static_cast<double>(report.elapsed.count()) / 1000.0, report.threads);
+  std::string out =
+      fmt::format("{}: {} {} in {} files, {} directories ({:.1f}s, {} threads)\n",
+                  report.path.string(), paint(style, kBold, format_bytes(report.total.bytes(size))),
+                  measure, format_count(report.total.files), format_count(report.total.directories),
+                  static_cast<double>(report.elapsed.count()) / 1000.0, report.threads);
   if (!report.entries.empty()) {
     out += paint(style, kBold,
                  fmt::format("\n{:>10}  {:>10}  {:>8}  {:<10}  {:<24}  {}\n", "SIZE", "FILES",
@@ -99,8 +102,9 @@ std::string render_du_text(const DuReport& report, const TextStyle& style) {
                        format_count(report.other_count));
   }
   if (report.mounts_skipped > 0) {
-    out += fmt::format("\nNot entered: {} mount point(s) of other filesystems (use --cross-mounts):\n",
-                       report.mounts_skipped);
+    out +=
+        fmt::format("\nNot entered: {} mount point(s) of other filesystems (use --cross-mounts):\n",
+                    report.mounts_skipped);
     for (const std::string& path : report.skipped_mounts) out += fmt::format("  {}\n", path);
   }
   if (report.unreadable > 0) {
@@ -109,8 +113,9 @@ std::string render_du_text(const DuReport& report, const TextStyle& style) {
     out += list_problems(report);
   }
   if (report.hard_links_skipped > 0) {
-    out += fmt::format("\nHard links: {} extra name(s) of files already counted were not counted again.\n",
-                       format_count(report.hard_links_skipped));
+    out += fmt::format(
+        "\nHard links: {} extra name(s) of files already counted were not counted again.\n",
+        format_count(report.hard_links_skipped));
   }
   if (!report.in_use_note.empty()) {
     out += fmt::format("\nIn use: {}\n", report.in_use_note);

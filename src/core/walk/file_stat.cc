@@ -9,25 +9,33 @@
 namespace headroom::walk {
 
 int stat_at(int dir_fd, const char* name, FileStat& out) {
-  constexpr unsigned kMask = STATX_TYPE | STATX_BLOCKS | STATX_SIZE | STATX_MTIME | STATX_UID |
-                             STATX_NLINK | STATX_INO;
+  constexpr unsigned kMask =
+      STATX_TYPE | STATX_BLOCKS | STATX_SIZE | STATX_MTIME | STATX_UID | STATX_NLINK | STATX_INO;
   int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT;
   if (name[0] == '\0') flags |= AT_EMPTY_PATH;
   struct statx raw {};
   if (::statx(dir_fd, name, flags, kMask, &raw) != 0) return errno;
   out.id = FileId{makedev(raw.stx_dev_major, raw.stx_dev_minor), raw.stx_ino};
   switch (raw.stx_mode & S_IFMT) {
-    case S_IFDIR: out.kind = FileKind::kDirectory; break;
-    case S_IFREG: out.kind = FileKind::kFile; break;
-    case S_IFLNK: out.kind = FileKind::kSymlink; break;
-    default: out.kind = FileKind::kOther; break;
+    case S_IFDIR:
+      out.kind = FileKind::kDirectory;
+      break;
+    case S_IFREG:
+      out.kind = FileKind::kFile;
+      break;
+    case S_IFLNK:
+      out.kind = FileKind::kSymlink;
+      break;
+    default:
+      out.kind = FileKind::kOther;
+      break;
   }
   out.owner = raw.stx_uid;
   out.links = raw.stx_nlink;
   out.disk_bytes = raw.stx_blocks * 512;
   out.apparent_bytes = raw.stx_size;
-  out.mtime_ns = static_cast<std::int64_t>(raw.stx_mtime.tv_sec) * 1'000'000'000 +
-                 raw.stx_mtime.tv_nsec;
+  out.mtime_ns =
+      static_cast<std::int64_t>(raw.stx_mtime.tv_sec) * 1'000'000'000 + raw.stx_mtime.tv_nsec;
   // Linux 5.8 added the attribute; older kernels leave the mask bit clear and
   // the walker falls back to comparing st_dev only.
   out.mount_root = (raw.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 &&

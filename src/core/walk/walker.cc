@@ -230,21 +230,21 @@ class Worker {
     std::uint64_t entries = 0;
     TopEntry* entry = &walk_.dirs_[slot];
     FileStat stat;
-    const int error = for_each_dirent(
-        frame.fd, buffer_.get(), kDirentBufferSize, [&](std::string_view name, unsigned char) {
-          ++entries;
-          const int stat_error = stat_at(frame.fd, name.data(), stat);
-          if (stat_error != 0) {
-            walk_.problem(join(frame.path, name), stat_error);
-            return;
-          }
-          if (stat.kind == FileKind::kDirectory) {
-            if (walk_.foreign(stat, join(frame.path, name))) return;
-            frame.subdirectories.append(name);
-            frame.subdirectories.push_back('\0');
-          }
-          walk_.count(stat, tally, entry);
-        });
+    const int error = for_each_dirent(frame.fd, buffer_.get(), kDirentBufferSize,
+                                      [&](std::string_view name, unsigned char) {
+                                        ++entries;
+                                        const int stat_error = stat_at(frame.fd, name.data(), stat);
+                                        if (stat_error != 0) {
+                                          walk_.problem(join(frame.path, name), stat_error);
+                                          return;
+                                        }
+                                        if (stat.kind == FileKind::kDirectory) {
+                                          if (walk_.foreign(stat, join(frame.path, name))) return;
+                                          frame.subdirectories.append(name);
+                                          frame.subdirectories.push_back('\0');
+                                        }
+                                        walk_.count(stat, tally, entry);
+                                      });
     if (error != 0) walk_.problem(frame.path, error);
     walk_.finish_directory(slot, tally, entries);
   }
@@ -341,11 +341,12 @@ Result<WalkResult> walk(const std::filesystem::path& root, const WalkOptions& op
   Walk shared(options, result, root_fd, dirs);  // `dirs` is complete before run()
   FileKeeper files(options, result);
   auto buffer = std::make_unique<char[]>(kDirentBufferSize);
-  const int error =
-      for_each_dirent(root_fd, buffer.get(), kDirentBufferSize, [&](std::string_view name, unsigned char) {
+  const int error = for_each_dirent(
+      root_fd, buffer.get(), kDirentBufferSize, [&](std::string_view name, unsigned char) {
         TopEntry entry;
         entry.name = name;
-        if (const int stat_error = stat_at(root_fd, entry.name.c_str(), entry.stat); stat_error != 0) {
+        if (const int stat_error = stat_at(root_fd, entry.name.c_str(), entry.stat);
+            stat_error != 0) {
           shared.problem(join(root.string(), name), stat_error);
           return;
         }

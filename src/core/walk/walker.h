@@ -71,7 +71,8 @@ struct TopEntry {
   std::string name;
   FileStat stat;  ///< of the entry itself
   Tally tally;
-  std::vector<FileId> watched;  ///< members of WalkOptions::watch found under it (at most kMaxWatched)
+  std::vector<FileId>
+      watched;  ///< members of WalkOptions::watch found under it (at most kMaxWatched)
   std::uint64_t watched_count = 0;
   bool mount_point = false;  ///< another filesystem, not entered
 };
@@ -83,15 +84,15 @@ struct WalkResult {
 
   std::filesystem::path root;
   FileStat root_stat;
-  Tally total;  ///< the root itself and everything under it
+  Tally total;                    ///< the root itself and everything under it
   std::vector<TopEntry> entries;  ///< unordered
   Tally folded;                   ///< top-level files beyond keep_files
   std::uint64_t folded_count = 0;
   std::uint64_t unreadable = 0;  ///< directories that could not be opened or listed
   std::uint64_t vanished = 0;    ///< entries removed while walking
   std::uint64_t mounts_skipped = 0;
-  std::uint64_t hard_links_skipped = 0;  ///< extra names of files already counted
-  std::vector<WalkProblem> problems;     ///< the first kMaxProblems unreadable paths
+  std::uint64_t hard_links_skipped = 0;     ///< extra names of files already counted
+  std::vector<WalkProblem> problems;        ///< the first kMaxProblems unreadable paths
   std::vector<std::string> skipped_mounts;  ///< the first kMaxProblems mount points not entered
   unsigned threads = 0;
 };
@@ -102,6 +103,7 @@ struct WalkResult {
 
 /// Walks `root` (never following symlinks, the root included). Fails only when
 /// the root itself cannot be examined; unreadable subdirectories are counted.
-[[nodiscard]] Result<WalkResult> walk(const std::filesystem::path& root, const WalkOptions& options);
+[[nodiscard]] Result<WalkResult> walk(const std::filesystem::path& root,
+                                      const WalkOptions& options);
 
 }  // namespace headroom::walk

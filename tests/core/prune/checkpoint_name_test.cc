@@ -11,16 +11,16 @@ TEST(ParseCheckpointName, ReadsStepsEpochsAndMetricsOfCommonNamingSchemes) {
     std::optional<std::uint64_t> step;
     std::optional<std::uint64_t> epoch;
   } cases[] = {
-      {"checkpoint-500", 500, std::nullopt},            // Hugging Face Trainer
+      {"checkpoint-500", 500, std::nullopt},  // Hugging Face Trainer
       {"checkpoint-1000", 1000, std::nullopt},
-      {"tmp-checkpoint-1500", 1500, std::nullopt},      // HF while saving
-      {"global_step2000", 2000, std::nullopt},          // DeepSpeed
-      {"epoch=3-step=400.ckpt", 400, 3},                // Lightning
+      {"tmp-checkpoint-1500", 1500, std::nullopt},  // HF while saving
+      {"global_step2000", 2000, std::nullopt},      // DeepSpeed
+      {"epoch=3-step=400.ckpt", 400, 3},            // Lightning
       {"epoch=3-val_loss=0.12.ckpt", std::nullopt, 3},
       {"ckpt_epoch1.pt", std::nullopt, 1},
       {"model_step_1200.pth", 1200, std::nullopt},
-      {"iter_0003000.pt", 3000, std::nullopt},          // Megatron
-      {"model_500.pt", 500, std::nullopt},              // a bare trailing number
+      {"iter_0003000.pt", 3000, std::nullopt},  // Megatron
+      {"model_500.pt", 500, std::nullopt},      // a bare trailing number
       {"last.ckpt", std::nullopt, std::nullopt},
       {"model.safetensors", std::nullopt, std::nullopt},
   };
@@ -32,7 +32,8 @@ TEST(ParseCheckpointName, ReadsStepsEpochsAndMetricsOfCommonNamingSchemes) {
 }
 
 TEST(ParseCheckpointName, KeepsMetricValuesOutOfTheStepNumber) {
-  const CheckpointName parsed = parse_checkpoint_name("epoch=2-step=300-val_loss=0.1234-val_acc=0.91.ckpt");
+  const CheckpointName parsed =
+      parse_checkpoint_name("epoch=2-step=300-val_loss=0.1234-val_acc=0.91.ckpt");
   EXPECT_EQ(parsed.step, 300u);
   EXPECT_EQ(parsed.epoch, 2u);
   ASSERT_EQ(parsed.metrics.size(), 2u);
@@ -62,7 +63,8 @@ TEST(IsCheckpointName, AcceptsSeriesMembersAndRejectsPartsOfOneModel) {
                            "model-00001-of-00004.safetensors", "notes.txt"}) {
     EXPECT_FALSE(is_checkpoint_file_name(name)) << name;
   }
-  for (const char* name : {"checkpoint-500", "global_step100", "tmp-checkpoint-7", "epoch=1-step=9.ckpt", "step_40"}) {
+  for (const char* name :
+       {"checkpoint-500", "global_step100", "tmp-checkpoint-7", "epoch=1-step=9.ckpt", "step_40"}) {
     EXPECT_TRUE(is_checkpoint_dir_name(name)) << name;
   }
   for (const char* name : {"runs", "logs", "checkpoint", "wandb", "latest"}) {

@@ -1,11 +1,10 @@
 #include "core/prune/removal.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "core/fake_syscalls.h"
 #include "core/scratch_root.h"

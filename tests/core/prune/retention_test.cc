@@ -33,8 +33,8 @@ std::string reasons_of(const std::vector<Checkpoint>& checkpoints, const Retenti
   return "(not in plan)";
 }
 
-RetentionPolicy policy(std::size_t keep_last, std::size_t keep_best, std::string metric, MetricMode mode,
-                       std::uint64_t keep_every) {
+RetentionPolicy policy(std::size_t keep_last, std::size_t keep_best, std::string metric,
+                       MetricMode mode, std::uint64_t keep_every) {
   RetentionPolicy policy;
   policy.keep_last = keep_last;
   policy.keep_best = keep_best;
@@ -50,25 +50,31 @@ constexpr Decision kDelete = Decision::kDelete;
 TEST(PlanRetention, OrdersByStepNumberNotByNameOrMtime) {
   // checkpoint-900 sorts after checkpoint-1000 as text and is newer on disk
   // (a copy), but step 1000 is the newest checkpoint.
-  const std::vector<Checkpoint> checkpoints = {checkpoint("checkpoint-900", 500), checkpoint("checkpoint-1000", 400),
-                                               checkpoint("checkpoint-100", 100), checkpoint("checkpoint-500", 300)};
+  const std::vector<Checkpoint> checkpoints = {
+      checkpoint("checkpoint-900", 500), checkpoint("checkpoint-1000", 400),
+      checkpoint("checkpoint-100", 100), checkpoint("checkpoint-500", 300)};
   auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->ordered_by, "step number");
-  const std::vector<std::pair<std::string, Decision>> expected = {
-      {"checkpoint-100", kDelete}, {"checkpoint-500", kDelete}, {"checkpoint-900", kDelete}, {"checkpoint-1000", kKeep}};
+  const std::vector<std::pair<std::string, Decision>> expected = {{"checkpoint-100", kDelete},
+                                                                  {"checkpoint-500", kDelete},
+                                                                  {"checkpoint-900", kDelete},
+                                                                  {"checkpoint-1000", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
   EXPECT_EQ(plan->deletions, 3u);
   EXPECT_EQ(plan->delete_bytes, 3000u);
-  EXPECT_NE(reasons_of(checkpoints, *plan, "checkpoint-1000").find("newest complete"), std::string::npos);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "checkpoint-1000").find("newest complete"),
+            std::string::npos);
 }
 
 TEST(PlanRetention, FallsBackToMtimeWhenNoNameCarriesANumber) {
-  const std::vector<Checkpoint> checkpoints = {checkpoint("b.pt", 300), checkpoint("a.pt", 100), checkpoint("c.pt", 200)};
+  const std::vector<Checkpoint> checkpoints = {checkpoint("b.pt", 300), checkpoint("a.pt", 100),
+                                               checkpoint("c.pt", 200)};
   auto plan = plan_retention(checkpoints, policy(2, 0, "", MetricMode::kAuto, 0));
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->ordered_by, "modification time");
-  const std::vector<std::pair<std::string, Decision>> expected = {{"a.pt", kDelete}, {"c.pt", kKeep}, {"b.pt", kKeep}};
+  const std::vector<std::pair<std::string, Decision>> expected = {
+      {"a.pt", kDelete}, {"c.pt", kKeep}, {"b.pt", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
 }
 
@@ -77,19 +83,23 @@ TEST(PlanRetention, NeverDeletesWhatIsBeingWrittenHeldNamedOrBestLast) {
       checkpoint("epoch=0-step=100.ckpt", 100), checkpoint("epoch=1-step=200.ckpt", 200),
       checkpoint("epoch=2-step=300.ckpt", 300), checkpoint("epoch=3-step=400.ckpt", 400),
       checkpoint("epoch=4-step=500.ckpt", 500), checkpoint("last.ckpt", 500)};
-  checkpoints[4].growing = true;                                // being written
+  checkpoints[4].growing = true;                                    // being written
   checkpoints[1].holders.push_back({42, "python", "alice", "fd"});  // open by a process
   checkpoints[0].named_by = "symlink 'latest' points to it";
   auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
   ASSERT_TRUE(plan);
   const std::vector<std::pair<std::string, Decision>> expected = {
-      {"epoch=0-step=100.ckpt", kKeep}, {"epoch=1-step=200.ckpt", kKeep}, {"epoch=2-step=300.ckpt", kDelete},
-      {"epoch=3-step=400.ckpt", kKeep}, {"epoch=4-step=500.ckpt", kKeep}, {"last.ckpt", kKeep}};
+      {"epoch=0-step=100.ckpt", kKeep},   {"epoch=1-step=200.ckpt", kKeep},
+      {"epoch=2-step=300.ckpt", kDelete}, {"epoch=3-step=400.ckpt", kKeep},
+      {"epoch=4-step=500.ckpt", kKeep},   {"last.ckpt", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
   // The growing one is not complete, so step 400 is the newest complete checkpoint.
-  EXPECT_NE(reasons_of(checkpoints, *plan, "epoch=3-step=400.ckpt").find("newest complete"), std::string::npos);
-  EXPECT_NE(reasons_of(checkpoints, *plan, "epoch=4-step=500.ckpt").find("still being written"), std::string::npos);
-  EXPECT_NE(reasons_of(checkpoints, *plan, "epoch=1-step=200.ckpt").find("python[42]"), std::string::npos);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "epoch=3-step=400.ckpt").find("newest complete"),
+            std::string::npos);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "epoch=4-step=500.ckpt").find("still being written"),
+            std::string::npos);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "epoch=1-step=200.ckpt").find("python[42]"),
+            std::string::npos);
   EXPECT_NE(reasons_of(checkpoints, *plan, "last.ckpt").find("best/last"), std::string::npos);
 }
 
@@ -103,8 +113,10 @@ TEST(PlanRetention, KeepsTheBestByTheMetricInTheNames) {
   EXPECT_EQ(plan->metric, "val_loss");
   EXPECT_EQ(plan->mode, MetricMode::kMin);
   const std::vector<std::pair<std::string, Decision>> expected = {
-      {"epoch=0-val_loss=0.90.ckpt", kDelete}, {"epoch=1-val_loss=0.40.ckpt", kKeep},
-      {"epoch=2-val_loss=0.55.ckpt", kDelete}, {"epoch=3-val_loss=0.35.ckpt", kKeep},
+      {"epoch=0-val_loss=0.90.ckpt", kDelete},
+      {"epoch=1-val_loss=0.40.ckpt", kKeep},
+      {"epoch=2-val_loss=0.55.ckpt", kDelete},
+      {"epoch=3-val_loss=0.35.ckpt", kKeep},
       {"epoch=4-val_loss=0.60.ckpt", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
   // Higher accuracy is better.
@@ -114,7 +126,9 @@ TEST(PlanRetention, KeepsTheBestByTheMetricInTheNames) {
   auto by_accuracy = plan_retention(accuracy, policy(1, 1, "", MetricMode::kAuto, 0));
   ASSERT_TRUE(by_accuracy);
   const std::vector<std::pair<std::string, Decision>> expected_accuracy = {
-      {"step=1-val_acc=0.5.ckpt", kDelete}, {"step=2-val_acc=0.9.ckpt", kKeep}, {"step=3-val_acc=0.7.ckpt", kKeep}};
+      {"step=1-val_acc=0.5.ckpt", kDelete},
+      {"step=2-val_acc=0.9.ckpt", kKeep},
+      {"step=3-val_acc=0.7.ckpt", kKeep}};
   EXPECT_EQ(decisions(accuracy, *by_accuracy), expected_accuracy);
 }
 
@@ -134,14 +148,16 @@ TEST(PlanRetention, RefusesAmbiguousOrMissingMetrics) {
 }
 
 TEST(PlanRetention, KeepEveryKeepsMultiplesAndUnnumberedExtrasStay) {
-  const std::vector<Checkpoint> checkpoints = {checkpoint("checkpoint-100", 1), checkpoint("checkpoint-200", 2),
-                                               checkpoint("checkpoint-300", 3), checkpoint("checkpoint-400", 4),
-                                               checkpoint("final.pt", 9)};
+  const std::vector<Checkpoint> checkpoints = {
+      checkpoint("checkpoint-100", 1), checkpoint("checkpoint-200", 2),
+      checkpoint("checkpoint-300", 3), checkpoint("checkpoint-400", 4), checkpoint("final.pt", 9)};
   auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 200));
   ASSERT_TRUE(plan);
-  const std::vector<std::pair<std::string, Decision>> expected = {
-      {"checkpoint-100", kDelete}, {"checkpoint-200", kKeep}, {"checkpoint-300", kDelete},
-      {"checkpoint-400", kKeep},   {"final.pt", kKeep}};
+  const std::vector<std::pair<std::string, Decision>> expected = {{"checkpoint-100", kDelete},
+                                                                  {"checkpoint-200", kKeep},
+                                                                  {"checkpoint-300", kDelete},
+                                                                  {"checkpoint-400", kKeep},
+                                                                  {"final.pt", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
   EXPECT_NE(reasons_of(checkpoints, *plan, "final.pt").find("no step number"), std::string::npos);
 }

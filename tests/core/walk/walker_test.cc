@@ -1,13 +1,12 @@
 #include "core/walk/walker.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "core/scratch_root.h"
 
@@ -29,7 +28,8 @@ std::uint64_t reference_disk_bytes(const fs::path& root) {
   auto add = [&](const fs::path& path) {
     struct stat raw {};
     ASSERT_EQ(::lstat(path.c_str(), &raw), 0) << path;
-    if (seen.insert({raw.st_dev, raw.st_ino}).second) total += static_cast<std::uint64_t>(raw.st_blocks) * 512;
+    if (seen.insert({raw.st_dev, raw.st_ino}).second)
+      total += static_cast<std::uint64_t>(raw.st_blocks) * 512;
   };
   add(root);
   for (const auto& entry : fs::recursive_directory_iterator(root)) add(entry.path());
