@@ -82,18 +82,21 @@ std::string render_du_text(const DuReport& report, const TextStyle& style) {
                   measure, format_count(report.total.files), format_count(report.total.directories),
                   static_cast<double>(report.elapsed.count()) / 1000.0, report.threads);
   if (!report.entries.empty()) {
-    out += paint(style, kBold,
-                 fmt::format("\n{:>10}  {:>10}  {:>8}  {:<10}  {:<24}  {}\n", "SIZE", "FILES",
-                             "NEWEST", "OWNER", "IN USE BY", "NAME"));
+    out += "\n" +
+           paint(style, kBold,
+                 fmt::format("{:>10}  {:>10}  {:>8}  {:<10}  {:<24}  {}", "SIZE", "FILES", "NEWEST",
+                             "OWNER", "IN USE BY", "NAME")) +
+           "\n";
   }
   for (const DuEntry& entry : report.entries) {
     const std::string size_text =
         entry.mount_point ? "mount" : format_bytes(entry.tally.bytes(size));
     const std::string held = holders_text(entry);
-    out += fmt::format("{:>10}  {:>10}  {:>8}  {:<10}  {}  {}\n", size_text,
-                       format_count(entry.tally.files),
-                       format_age(report.now_ns, entry.tally.newest_mtime_ns), entry.owner,
-                       paint(style, kYellow, fmt::format("{:<24}", held)), entry_name(entry));
+    out += fmt::format(
+        "{:>10}  {:>10}  {:>8}  {:<10}  {}  {}\n", size_text, format_count(entry.tally.files),
+        format_age(report.now_ns, entry.tally.newest_mtime_ns), entry.owner,
+        held.empty() ? std::string(24, ' ') : paint(style, kYellow, fmt::format("{:<24}", held)),
+        entry_name(entry));
   }
   if (report.other_count > 0) {
     out += fmt::format("{:>10}  {:>10}  {:>8}  {:<10}  {:<24}  ({} more entries)\n",
