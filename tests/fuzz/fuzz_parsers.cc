@@ -1,0 +1,72 @@
+// One libFuzzer target for every pure parser of the core. The first input byte
+// picks the parser, the rest is its text; seeds come from tests/fixtures and
+// tests/logs (scripts/fuzz builds the seed corpus). Parsers must never crash,
+// hang or read out of bounds, whatever /proc or a log contains.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/inuse/proc_maps.h"
+#include "core/inuse/sysvipc_shm.h"
+#include "core/probes/cgroup.h"
+#include "core/probes/file_nr.h"
+#include "core/probes/kmsg.h"
+#include "core/probes/limits.h"
+#include "core/probes/meminfo.h"
+#include "core/probes/mountinfo.h"
+#include "core/probes/pressure.h"
+#include "core/signatures/analyzer.h"
+#include "core/signatures/catalog.h"
+#include "core/units.h"
+
+namespace {
+
+using headroom::Catalog;
+
+const Catalog& builtin() {
+  static const Catalog catalog = [] {
+    auto loaded = headroom::load_catalog({});
+    if (!loaded) __builtin_trap();
+    return std::move(*loaded);
+  }();
+  return catalog;
+}
+
+void analyze_log(std::string_view text) {
+  headroom::LogAnalyzer analyzer(builtin());
+  // Split the input in two at an arbitrary point: chunk boundaries must not matter.
+  const std::size_t half = text.size() / 2;
+  analyzer.feed(text.substr(0, half));
+  analyzer.feed(text.substr(half));
+  (void)analyzer.finish();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  switch (data[0] % 14) {
+    case 0: (void)headroom::parse_mountinfo(text); break;
+    case 1: (void)headroom::parse_meminfo(text); break;
+    case 2: (void)headroom::parse_pressure(text); break;
+    case 3: (void)headroom::parse_proc_cgroup(text); break;
+    case 4: (void)headroom::parse_cgroup_limit(text); break;
+    case 5: (void)headroom::parse_flat_keyed(text); break;
+    case 6: {
+      const auto records = headroom::parse_kmsg(text);
+      (void)headroom::parse_oom_events(records);
+      break;
+    }
+    case 7: (void)headroom::parse_limits(text); break;
+    case 8: (void)headroom::parse_file_nr(text); break;
+    case 9: (void)headroom::parse_sysvipc_shm(text); break;
+    case 10: (void)headroom::parse_maps_line(text); break;
+    case 11: (void)headroom::parse_size(text); (void)headroom::parse_duration(text); break;
+    case 12: (void)headroom::parse_catalog(text, "fuzz"); break;
+    case 13: analyze_log(text); break;
+  }
+  return 0;
+}
