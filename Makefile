@@ -43,7 +43,7 @@ test: build
 	scripts/test-all
 
 bench: deps
-	bench/run
+	bench/all
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
