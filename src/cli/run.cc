@@ -125,8 +125,19 @@ PostmortemInput gather(const Context& context, const SupervisionResult& run,
   return input;
 }
 
+// The captured output for explain: the kept tail, without its first partial
+// line when older output was dropped (line numbers then count from there).
+std::string_view output_for_explain(const SupervisionResult& run) {
+  std::string_view tail = run.output_tail;
+  if (run.output_bytes > tail.size()) {
+    const std::size_t newline = tail.find('\n');
+    tail.remove_prefix(newline == std::string_view::npos ? tail.size() : newline + 1);
+  }
+  return tail;
+}
+
 int finish(const Context& context, const RunCommand& command, const Globals& globals,
-           const CheckOptions& options, const SupervisionResult& run, LogAnalyzer& analyzer,
+           const CheckOptions& options, const SupervisionResult& run, const Catalog& catalog,
            std::chrono::system_clock::time_point started) {
   if (run.log && run.log->lost_bytes > 0) {
     std::cerr << fmt::format("headroom: --log lost {} of output ({})\n",
@@ -134,14 +145,21 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
                                                                      ? "the disk was too slow"
                                                                      : run.log->last_error);
   }
-  analyzer.note_exit(WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status))
-                                                : std::nullopt,
-                     WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status))
-                                                  : std::nullopt);
-  Diagnosis diagnosis = analyzer.finish();
   PostmortemInput input = gather(context, run, options, started);
-  input.diagnosis = &diagnosis;
+  // Whether the job ended badly does not depend on its output: decide that
+  // first, and run explain (over the kept tail only) just for a job that did.
   Postmortem postmortem = build_postmortem(input);
+  Diagnosis diagnosis;
+  if (postmortem.needed) {
+    LogAnalyzer analyzer(catalog);
+    analyzer.feed(output_for_explain(run));
+    analyzer.note_exit(
+        WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status)) : std::nullopt,
+        WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status)) : std::nullopt);
+    diagnosis = analyzer.finish();
+    input.diagnosis = &diagnosis;
+    postmortem = build_postmortem(input);
+  }
   if (postmortem.needed && !postmortem.stopped) {
     // Confirm on the host (kernel log for the pids, /dev/shm, free space of the
     // named paths) and rebuild with the confirmed diagnosis and its remedies.
@@ -230,9 +248,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     supervisor.watch.alerts.checkpoint_bytes = options->checkpoint_bytes;
     supervisor.watch.alerts.keep = options->keep;
 
-    LogAnalyzer analyzer(*catalog);
     SupervisorHooks hooks;
-    hooks.on_output = [&analyzer](std::string_view chunk) { analyzer.feed(chunk); };
     hooks.on_alert = [](const AlertEvent& event) {
       if (event.kind == AlertKind::kResolved) return;
       std::cerr << fmt::format("headroom: {}: {}\n", to_string(event.severity), event.summary);
@@ -247,7 +263,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
       if (run.error().code == Error::Code::kPermissionDenied) return 126;
       return static_cast<int>(kExitUsage);
     }
-    return finish(context, *command, globals, *options, *run, analyzer, started);
+    return finish(context, *command, globals, *options, *run, *catalog, started);
   };
 }
 

@@ -201,3 +201,31 @@ def test_log_file_rotates_and_counts_nothing_lost(headroom, tmp_path):
     assert log.exists() and Path(f"{log}.1").exists() and not Path(f"{log}.2").exists()
     assert log.stat().st_size <= 64 * 1024
     assert (Path(f"{log}.1").read_text() + log.read_text()) in result.stdout
+
+
+def test_progress_without_newline_reaches_the_reader_at_once(headroom):
+    # The job prints a tqdm-style "\r" update and then blocks on stdin: the
+    # update must arrive while the job is still running, not at a newline or exit.
+    job = ('import sys\nsys.stdout.write("\\rprogress 1/2"); sys.stdout.flush()\n'
+           'sys.stdin.readline()\nsys.stdout.write("\\rprogress 2/2\\n")\n')
+    proc = subprocess.Popen([headroom, "run", "--only", "container", "--", PYTHON, "-c", job],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        got = b""
+        deadline = time.monotonic() + 10
+        while b"progress 1/2" not in got and time.monotonic() < deadline:
+            import select
+            if select.select([proc.stdout], [], [], 0.2)[0]:
+                chunk = os.read(proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                got += chunk
+        assert got == b"\rprogress 1/2", got
+        assert proc.poll() is None  # still waiting on stdin: the bytes were not held back
+        out, err = proc.communicate(b"go\n", timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out == b"\rprogress 2/2\n"
+

@@ -13,11 +13,8 @@ namespace headroom {
 
 namespace {
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+// Enough for the last lines of a traceback ending in "No space left on device".
+constexpr std::size_t kStallTailBytes = 2048;
 
 Context job_context(const Context& context, pid_t main_pid) {
   Context job = context;
@@ -39,13 +36,14 @@ bool about_to_run_out(const AlertEvent& event) {
 }  // namespace
 
 JobSampler::JobSampler(const Context& context, const SupervisorOptions& options,
-                       const SupervisorHooks& hooks, pid_t main_pid)
+                       const SupervisorHooks& hooks, pid_t main_pid, const OutputRing& output)
     : context_(context),
       options_(options),
       hooks_(hooks),
       main_pid_(main_pid),
-      last_output_ms_(now_ms()),
-      timeline_(timeline_capacity(options)) {
+      output_(output),
+      timeline_(timeline_capacity(options)),
+      output_moved_(std::chrono::system_clock::now()) {
   watcher_ = std::make_unique<Watcher>(job_context(context, main_pid), options.watch);
   tree_ = std::make_unique<ProcessTreeSampler>(context, ::getpid(), main_pid);
   thread_ = std::thread([this] { loop(); });
@@ -56,11 +54,6 @@ JobSampler::~JobSampler() {
     SupervisionResult ignored;
     stop(ignored);
   }
-}
-
-void JobSampler::note_output(bool ends_with_enospc) {
-  last_output_ms_.store(now_ms(), std::memory_order_relaxed);
-  enospc_tail_.store(ends_with_enospc, std::memory_order_relaxed);
 }
 
 void JobSampler::loop() {
@@ -120,19 +113,34 @@ void JobSampler::check_on_critical(const std::vector<AlertEvent>& events) {
 }
 
 void JobSampler::check_stall() {
-  if (stall_ || !enospc_tail_.load(std::memory_order_relaxed)) return;
-  const std::int64_t last = last_output_ms_.load(std::memory_order_relaxed);
-  const std::int64_t silent = now_ms() - last;
-  if (silent < options_.stall_after.count()) return;
+  if (stall_) return;
+  const auto now = std::chrono::system_clock::now();
+  const std::uint64_t total = output_.total_bytes();
+  if (total != output_seen_) {  // still talking: nothing to scan
+    output_seen_ = total;
+    output_moved_ = now;
+    quiet_tail_enospc_.reset();
+    return;
+  }
+  if (total == 0) return;
+  std::string tail;
+  if (!quiet_tail_enospc_) {
+    tail = output_.last(kStallTailBytes);
+    quiet_tail_enospc_ = mentions_enospc(tail);
+  }
+  if (!*quiet_tail_enospc_) return;
+  const auto silent = now - output_moved_;
+  if (silent < options_.stall_after) return;
   Stall stall;
-  stall.last_output = std::chrono::system_clock::time_point(std::chrono::milliseconds(last));
-  stall.detected = std::chrono::system_clock::now();
-  stall_ = stall;
+  stall.last_output = output_moved_;
+  stall.detected = now;
+  stall.last_lines = tail.empty() ? output_.last(kStallTailBytes) : std::move(tail);
+  stall_ = std::move(stall);
   if (hooks_.on_notice) {
     hooks_.on_notice(fmt::format(
         "the job looks stalled: no output for {} and its last output was a 'No space left on "
         "device' error",
-        format_duration(std::chrono::seconds(silent / 1000))));
+        format_duration(std::chrono::duration_cast<std::chrono::seconds>(silent))));
   }
 }
 

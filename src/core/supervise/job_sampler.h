@@ -2,7 +2,9 @@
 // The supervisor's sampling thread: every interval it takes a watch sample of
 // the host (through the job's /proc view), samples the process tree, adds both
 // to the timeline, evaluates the alert rules, sends --on-critical once, and
-// checks for an ENOSPC stall. The output thread only touches two atomics.
+// checks for an ENOSPC stall. It never slows the output thread: it reads the
+// ring's byte count every tick, and only when that count stops moving does it
+// copy the last 2 KiB of the ring once to look for an ENOSPC message.
 
 #include <sys/types.h>
 
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/supervise/output_ring.h"
 #include "core/supervise/supervisor.h"
 
 namespace headroom {
@@ -21,13 +24,11 @@ namespace headroom {
 class JobSampler {
  public:
   JobSampler(const Context& context, const SupervisorOptions& options,
-             const SupervisorHooks& hooks, pid_t main_pid);
+             const SupervisorHooks& hooks, pid_t main_pid, const OutputRing& output);
   ~JobSampler();
   JobSampler(const JobSampler&) = delete;
   JobSampler& operator=(const JobSampler&) = delete;
 
-  /// Called by the output thread for every chunk (cheap: atomics only).
-  void note_output(bool ends_with_enospc);
   /// Stops the thread and moves its results into `result`.
   void stop(SupervisionResult& result);
 
@@ -41,8 +42,7 @@ class JobSampler {
   const SupervisorOptions& options_;
   const SupervisorHooks& hooks_;
   pid_t main_pid_;
-  std::atomic<std::int64_t> last_output_ms_;
-  std::atomic<bool> enospc_tail_{false};
+  const OutputRing& output_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -53,6 +53,10 @@ class JobSampler {
   std::vector<AlertEvent> alerts_;
   std::optional<std::string> on_critical_;
   std::optional<Stall> stall_;
+  // The stall rule's view of the output (sampler thread only).
+  std::uint64_t output_seen_ = 0;  ///< ring byte count at the last tick
+  std::chrono::system_clock::time_point output_moved_;  ///< when that count last changed
+  std::optional<bool> quiet_tail_enospc_;  ///< scanned once per quiet period
   std::vector<std::string> unreadable_;
   std::thread thread_;
 };

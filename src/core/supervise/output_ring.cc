@@ -8,7 +8,8 @@ namespace headroom {
 OutputRing::OutputRing(std::size_t capacity) : buffer_(std::max<std::size_t>(capacity, 1)) {}
 
 void OutputRing::append(std::string_view bytes) {
-  total_ += bytes.size();
+  const std::lock_guard lock(mutex_);
+  total_.store(total_.load(std::memory_order_relaxed) + bytes.size(), std::memory_order_release);
   const std::size_t capacity = buffer_.size();
   if (bytes.size() >= capacity) {
     // Only the tail of this chunk survives.
@@ -17,7 +18,7 @@ void OutputRing::append(std::string_view bytes) {
     size_ = capacity;
     return;
   }
-  std::size_t end = (start_ + size_) % capacity;
+  const std::size_t end = (start_ + size_) % capacity;
   const std::size_t first = std::min(bytes.size(), capacity - end);
   std::memcpy(buffer_.data() + end, bytes.data(), first);
   std::memcpy(buffer_.data(), bytes.data() + first, bytes.size() - first);
@@ -30,13 +31,25 @@ void OutputRing::append(std::string_view bytes) {
   }
 }
 
-std::string OutputRing::contents() const {
+std::string OutputRing::copy_newest(std::size_t count) const {
+  count = std::min(count, size_);
+  const std::size_t begin = (start_ + (size_ - count)) % buffer_.size();
   std::string out;
-  out.reserve(size_);
-  const std::size_t first = std::min(size_, buffer_.size() - start_);
-  out.append(buffer_.data() + start_, first);
-  out.append(buffer_.data(), size_ - first);
+  out.reserve(count);
+  const std::size_t first = std::min(count, buffer_.size() - begin);
+  out.append(buffer_.data() + begin, first);
+  out.append(buffer_.data(), count - first);
   return out;
+}
+
+std::string OutputRing::contents() const {
+  const std::lock_guard lock(mutex_);
+  return copy_newest(size_);
+}
+
+std::string OutputRing::last(std::size_t count) const {
+  const std::lock_guard lock(mutex_);
+  return copy_newest(count);
 }
 
 }  // namespace headroom

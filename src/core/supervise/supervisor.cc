@@ -84,8 +84,6 @@ struct Stream {
   bool sink_broken = false;
 };
 
-constexpr std::size_t kTailBytes = 2048;
-
 }  // namespace
 
 int exit_code_of(int wait_status) {
@@ -127,7 +125,7 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   result.main_pid = job.pid;
   result.mode = job.mode;
   OutputRing ring(options.ring_bytes);
-  JobSampler sampler(context, options, hooks, job.pid);
+  JobSampler sampler(context, options, hooks, job.pid, ring);
 
   std::array<Stream, 2> streams{{{job.stdout_fd, options.stdout_fd, false},
                                  {job.stderr_fd, options.stderr_fd, false}}};
@@ -161,8 +159,8 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       }
     }
   };
-  std::string tail;  // the last kTailBytes of output, for the ENOSPC stall rule
-  // Reads one chunk and passes it on; false when nothing was read.
+  // Reads one chunk and passes it on; false when nothing was read. The hot
+  // path: read, write, memcpy into the ring. Nothing else looks at the bytes here.
   const auto pump = [&](Stream& stream) {
     const ssize_t got = ::read(stream.source, buffer.data(), buffer.size());
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
@@ -181,10 +179,6 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
     }
     ring.append(chunk);
     if (log) log->write(chunk);
-    if (hooks.on_output) hooks.on_output(chunk);
-    tail.append(chunk.size() > kTailBytes ? chunk.substr(chunk.size() - kTailBytes) : chunk);
-    if (tail.size() > 2 * kTailBytes) tail.erase(0, tail.size() - kTailBytes);
-    sampler.note_output(mentions_enospc(tail));
     return true;
   };
 
@@ -255,10 +249,6 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   result.exit_code = exit_code_of(result.wait_status);
   result.output_tail = ring.contents();
   result.output_bytes = ring.total_bytes();
-  if (result.stall) {
-    const std::size_t keep = std::min<std::size_t>(result.output_tail.size(), kTailBytes);
-    result.stall->last_lines = result.output_tail.substr(result.output_tail.size() - keep);
-  }
   if (log) result.log = log->close();
   return result;
 }

@@ -4,6 +4,11 @@
 // (headroom is a child subreaper), samples host and tree at a steady interval,
 // raises live alerts, detects an ENOSPC stall, and returns everything the
 // post-mortem needs. It prints nothing itself: the hooks do.
+//
+// The output path does no analysis: the thread that forwards the job's output
+// only reads, writes and copies into the bounded ring (and queues for --log).
+// The sampler thread looks at the last bytes of the ring when the output goes
+// quiet (stall rule); explain runs over the kept tail after the job ended.
 
 #include <sys/types.h>
 
@@ -33,7 +38,8 @@ struct SupervisorOptions {
   std::optional<RotatingLogOptions> log;
   std::chrono::milliseconds interval{1000};
   std::chrono::milliseconds timeline_window{std::chrono::minutes(10)};
-  /// No output for this long, while the last output mentions ENOSPC: stalled.
+  /// No output for this long, while the last output mentions ENOSPC: stalled
+  /// (measured by the sampler, so detected up to one interval later).
   std::chrono::milliseconds stall_after{std::chrono::minutes(5)};
   /// After the job's main process exits, how long to wait for the rest of its tree.
   std::chrono::milliseconds grace{2000};
@@ -42,9 +48,8 @@ struct SupervisorOptions {
   std::optional<int> on_critical_signal;
 };
 
-/// Callbacks; on_alert and on_notice run on the sampler thread.
+/// Callbacks; they run on the sampler thread, never on the output path.
 struct SupervisorHooks {
-  std::function<void(std::string_view)> on_output;  ///< every output chunk, in order
   std::function<void(const AlertEvent&)> on_alert;
   std::function<void(const std::string&)> on_notice;
 };

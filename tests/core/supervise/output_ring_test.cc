@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 namespace headroom {
 namespace {
 
@@ -29,6 +31,31 @@ TEST(OutputRing, AChunkLargerThanTheRingLeavesItsTail) {
   ring.append("x");
   ring.append("abcdefgh");
   EXPECT_EQ(ring.contents(), "efgh");
+}
+
+TEST(OutputRing, LastGivesTheNewestBytesAcrossTheWrap) {
+  OutputRing ring(8);
+  ring.append("12345");
+  ring.append("6789");
+  EXPECT_EQ(ring.last(3), "789");
+  EXPECT_EQ(ring.last(6), "456789");
+  EXPECT_EQ(ring.last(100), "23456789");
+  EXPECT_EQ(OutputRing(4).last(2), "");
+}
+
+TEST(OutputRing, ReadersSeeWholeChunksWhileAWriterAppends) {
+  // The sampler thread reads the tail while the output thread appends.
+  OutputRing ring(1 << 16);
+  std::thread writer([&] {
+    for (int i = 0; i < 20000; ++i) ring.append("abcdefgh");
+  });
+  for (int i = 0; i < 2000; ++i) {
+    const std::string tail = ring.last(16);
+    ASSERT_TRUE(tail.empty() || tail.size() == 8 || tail == "abcdefghabcdefgh") << tail;
+  }
+  writer.join();
+  EXPECT_EQ(ring.total_bytes(), 20000u * 8);
+  EXPECT_EQ(ring.last(8), "abcdefgh");
 }
 
 }  // namespace
