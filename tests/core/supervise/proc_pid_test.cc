@@ -6,6 +6,8 @@
 namespace headroom {
 namespace {
 
+using namespace std::string_view_literals;  // the \0 inside count, and no length to get wrong
+
 TEST(ParseProcStatus, ReadsNameParentMemoryAndSharedMemory) {
   const auto status = parse_proc_status(
       "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nPid:\t4242\nPPid:\t4200\n"
@@ -30,7 +32,7 @@ TEST(ParseProcStatus, AKernelThreadHasNoMemoryLines) {
 TEST(ParseProcStatus, RejectsTextWithoutPid) { EXPECT_FALSE(parse_proc_status("Name:\tx\n")); }
 
 TEST(ParseEnviron, KeepsOnlyTheWantedVariables) {
-  const std::string text("PATH=/bin\0RANK=3\0SECRET=x\0LOCAL_RANK=1\0", 40);
+  const std::string_view text = "PATH=/bin\0RANK=3\0SECRET=x\0LOCAL_RANK=1\0"sv;
   const auto env = parse_environ(text, {"RANK", "LOCAL_RANK"});
   EXPECT_EQ(env.size(), 2u);
   EXPECT_EQ(env.at("RANK"), "3");
@@ -47,7 +49,7 @@ TEST(ParseLimitsOpenFiles, ReadsSoftAndHard) {
 }
 
 TEST(SplitNul, SplitsArgv) {
-  EXPECT_EQ(split_nul(std::string("python3\0-u\0train.py\0", 21)),
+  EXPECT_EQ(split_nul("python3\0-u\0train.py\0"sv),
             (std::vector<std::string>{"python3", "-u", "train.py"}));
 }
 
