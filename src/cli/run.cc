@@ -20,6 +20,7 @@
 #include "core/postmortem/render.h"
 #include "core/probes/kmsg.h"
 #include "core/signatures/analyzer.h"
+#include "core/supervise/signal_names.h"
 #include "core/supervise/supervisor.h"
 #include "core/units.h"
 
@@ -41,22 +42,6 @@ struct RunCommand {
   std::string stall_after = "5m";
   std::vector<std::string> command;
 };
-
-Result<int> parse_signal(const std::string& text) {
-  std::string name = text;
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
-  for (int signal = 1; signal < NSIG; ++signal) {
-    const char* abbrev = ::sigabbrev_np(signal);
-    if (abbrev != nullptr && name == abbrev) return signal;
-  }
-  try {
-    const int number = std::stoi(text);
-    if (number > 0 && number < NSIG) return number;
-  } catch (const std::exception&) {
-  }
-  return fail(Error::invalid(fmt::format("--on-critical: unknown signal '{}'", text)));
-}
 
 // The preflight's problems on stderr; true when one is critical.
 bool preflight(const Context& context, const CheckOptions& options, const Globals& globals,
@@ -214,7 +199,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     if (!log_size || *log_size == 0) return usage_error("--log-size: expected a size such as 64MiB");
     if (!command->on_critical.empty()) {
       auto signal = parse_signal(command->on_critical);
-      if (!signal) return usage_error(signal.error().message);
+      if (!signal) return usage_error("--on-critical: " + signal.error().message);
       supervisor.on_critical_signal = *signal;
     }
     auto catalog = load_catalog({});

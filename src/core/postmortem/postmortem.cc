@@ -102,12 +102,6 @@ void add_exits(const PostmortemInput& input, Postmortem& result) {
 
 }  // namespace
 
-std::string signal_name(int signal) {
-  const char* abbrev = ::sigabbrev_np(signal);
-  if (abbrev == nullptr) return fmt::format("signal {}", signal);
-  return fmt::format("SIG{}", abbrev);
-}
-
 std::string describe_wait_status(int wait_status) {
   if (WIFSIGNALED(wait_status)) return "killed by " + signal_name(WTERMSIG(wait_status));
   if (WIFEXITED(wait_status)) return fmt::format("exited with status {}", WEXITSTATUS(wait_status));

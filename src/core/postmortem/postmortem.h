@@ -15,6 +15,7 @@
 #include "core/finding.h"
 #include "core/probes/kmsg.h"
 #include "core/signatures/diagnosis.h"
+#include "core/supervise/signal_names.h"
 #include "core/supervise/supervisor.h"
 
 namespace headroom {
@@ -75,8 +76,6 @@ struct Postmortem {
 /// Joins everything into the verdict (pure: no I/O).
 [[nodiscard]] Postmortem build_postmortem(const PostmortemInput& input);
 
-/// "SIGKILL" for 9; "signal 64" when it has no name.
-[[nodiscard]] std::string signal_name(int signal);
 /// "exited with status 1", "killed by SIGKILL".
 [[nodiscard]] std::string describe_wait_status(int wait_status);
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/supervise/signal_names.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -105,8 +106,7 @@ void JobSampler::check_on_critical(const std::vector<AlertEvent>& events) {
     on_critical_ = fmt::format("{}: {}", event.rule, event.summary);
     if (hooks_.on_notice) {
       hooks_.on_notice(fmt::format("sent {} to the job (pid {}): {}",
-                                   ::sigabbrev_np(*options_.on_critical_signal), main_pid_,
-                                   event.summary));
+                                   signal_name(*options_.on_critical_signal), main_pid_, event.summary));
     }
     return;
   }

@@ -3,7 +3,6 @@
 #include <dirent.h>
 
 #include <cerrno>
-#include <charconv>
 
 namespace headroom {
 
@@ -32,27 +31,6 @@ std::map<std::string, std::string> parse_environ(std::string_view text,
   return found;
 }
 
-Result<Limit> parse_limits_open_files(std::string_view text) {
-  // "Max open files            1024                 1048576              files"
-  const std::size_t row = text.find("Max open files");
-  if (row == std::string_view::npos) return fail(Error::parse("limits: no 'Max open files' row"));
-  std::string_view rest = text.substr(row + 14);
-  rest = rest.substr(0, rest.find('\n'));
-  std::uint64_t values[2] = {0, 0};
-  for (std::uint64_t& value : values) {
-    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    if (rest.substr(0, 9) == "unlimited") {
-      value = Limit::kUnlimited;
-      rest.remove_prefix(9);
-      continue;
-    }
-    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-    if (error != std::errc()) return fail(Error::parse("limits: bad 'Max open files' row"));
-    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
-  }
-  return Limit{values[0], values[1]};
-}
-
 Result<std::vector<std::string>> read_proc_cmdline(const Context& context, pid_t pid) {
   auto text = context.root.read(context.root.proc(std::to_string(pid) + "/cmdline"), 64 * 1024);
   if (!text) return fail(text.error());
@@ -64,12 +42,6 @@ Result<std::map<std::string, std::string>> read_proc_environ(
   auto text = context.root.read(context.root.proc(std::to_string(pid) + "/environ"), 1 << 20);
   if (!text) return fail(text.error());
   return parse_environ(*text, wanted);
-}
-
-Result<Limit> read_proc_open_files_limit(const Context& context, pid_t pid) {
-  auto text = context.root.read(context.root.proc(std::to_string(pid) + "/limits"));
-  if (!text) return fail(text.error());
-  return parse_limits_open_files(*text);
 }
 
 Result<std::uint64_t> count_proc_fds(const Context& context, pid_t pid) {

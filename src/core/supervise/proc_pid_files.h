@@ -2,8 +2,8 @@
 // The other per-process files the supervisor reads: /proc/<pid>/cmdline
 // (NUL-separated argv), /proc/<pid>/environ (NUL-separated, the environment
 // at exec time, or the parent's copy for a forked child such as a DataLoader
-// worker), /proc/<pid>/limits ("Max open files") and /proc/<pid>/fd (one
-// entry per open descriptor). https://docs.kernel.org/filesystems/proc.html
+// worker) and /proc/<pid>/fd (one entry per open descriptor); the limits
+// come from core/probes/limits.h. https://docs.kernel.org/filesystems/proc.html
 // Quirks: environ and fd need the same uid (or CAP_SYS_PTRACE); unreadable is
 // reported, not guessed.
 
@@ -18,7 +18,6 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/syscalls.h"
 
 namespace headroom {
 
@@ -27,16 +26,12 @@ namespace headroom {
 /// The variables named in `wanted` from environ text (others are not kept: secrets).
 [[nodiscard]] std::map<std::string, std::string> parse_environ(
     std::string_view text, const std::vector<std::string_view>& wanted);
-/// The "Max open files" row of /proc/<pid>/limits.
-[[nodiscard]] Result<Limit> parse_limits_open_files(std::string_view text);
 
 /// argv of a process (empty for kernel threads and zombies).
 [[nodiscard]] Result<std::vector<std::string>> read_proc_cmdline(const Context& context, pid_t pid);
 /// The wanted environment variables of a process.
 [[nodiscard]] Result<std::map<std::string, std::string>> read_proc_environ(
     const Context& context, pid_t pid, const std::vector<std::string_view>& wanted);
-/// RLIMIT_NOFILE of a process.
-[[nodiscard]] Result<Limit> read_proc_open_files_limit(const Context& context, pid_t pid);
 /// Number of open descriptors of a process.
 [[nodiscard]] Result<std::uint64_t> count_proc_fds(const Context& context, pid_t pid);
 

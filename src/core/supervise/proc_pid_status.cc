@@ -2,19 +2,15 @@
 
 #include <charconv>
 
+#include "core/probes/text.h"
+
 namespace headroom {
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 template <typename T>
 bool leading_number(std::string_view text, T& value) {
-  text = trim(text);
+  text = trim_blanks(text);
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   return error == std::errc() && end != text.data();
 }
@@ -25,16 +21,14 @@ Result<ProcStatus> parse_proc_status(std::string_view text) {
   ProcStatus status;
   bool have_pid = false;
   while (!text.empty()) {
-    const std::size_t newline = text.find('\n');
-    const std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    const std::string_view line = next_line(text);
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);
     const std::string_view value = line.substr(colon + 1);
     std::uint64_t number = 0;
     if (key == "Name") {
-      status.name = std::string(trim(value));
+      status.name = std::string(trim_blanks(value));
     } else if (key == "Pid") {
       have_pid = leading_number(value, status.pid);
     } else if (key == "PPid") {

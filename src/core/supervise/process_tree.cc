@@ -6,6 +6,7 @@
 #include <charconv>
 #include <set>
 
+#include "core/probes/limits.h"
 #include "core/supervise/proc_pid_files.h"
 
 namespace headroom {
@@ -61,7 +62,10 @@ ProcessIdentity ProcessTreeSampler::identify(const ProcStatus& status) {
     identity.rank = to_int(*env, "RANK");
     identity.local_rank = to_int(*env, "LOCAL_RANK");
   }
-  auto limit = read_proc_open_files_limit(context_, status.pid);
+  Context process = context_;  // the limits probe reads the context's pid
+  process.pid = std::to_string(status.pid);
+  std::string source;
+  auto limit = read_open_files_limit(process, source);
   fd_limits_[status.pid] = limit ? std::optional<std::uint64_t>(limit->soft) : std::nullopt;
   return identity;
 }

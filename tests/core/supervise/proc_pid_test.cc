@@ -39,15 +39,6 @@ TEST(ParseEnviron, KeepsOnlyTheWantedVariables) {
   EXPECT_EQ(env.at("LOCAL_RANK"), "1");
 }
 
-TEST(ParseLimitsOpenFiles, ReadsSoftAndHard) {
-  const auto limit = parse_limits_open_files(
-      "Limit                     Soft Limit           Hard Limit           Units     \n"
-      "Max open files            256                  unlimited            files     \n");
-  ASSERT_TRUE(limit);
-  EXPECT_EQ(limit->soft, 256u);
-  EXPECT_EQ(limit->hard, Limit::kUnlimited);
-}
-
 TEST(SplitNul, SplitsArgv) {
   EXPECT_EQ(split_nul("python3\0-u\0train.py\0"sv),
             (std::vector<std::string>{"python3", "-u", "train.py"}));
