@@ -29,6 +29,8 @@ namespace headroom::cli {
 namespace {
 
 constexpr int kExitRefused = 125;  // like docker run / env: the runner, not the job, failed
+constexpr std::chrono::seconds kStableTrend{60};
+constexpr double kMemoryEtaBelowPercent = 20.0;
 
 struct RunCommand {
   CheckFlags flags;
@@ -232,6 +234,11 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     supervisor.watch.alerts.critical_percent = options->critical_percent;
     supervisor.watch.alerts.checkpoint_bytes = options->checkpoint_bytes;
     supervisor.watch.alerts.keep = options->keep;
+    // Live warnings only for trends that matter to this job: a time-to-full
+    // seen for at least a minute, and for memory only once MemAvailable is low
+    // (a job allocating at start-up on a roomy host is not running out).
+    supervisor.watch.alerts.eta_min_span = kStableTrend;
+    supervisor.watch.alerts.memory_eta_below_percent = kMemoryEtaBelowPercent;
 
     SupervisorHooks hooks;
     hooks.on_alert = [](const AlertEvent& event) {

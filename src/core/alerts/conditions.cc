@@ -57,7 +57,9 @@ void eta_condition(const AlertConfig& config, std::string rule, std::string subj
                    std::map<std::string, std::string> labels, Severity severity,
                    std::vector<AlertCondition>& out) {
   const double horizon = static_cast<double>(config.eta_horizon.count());
-  const bool known = estimate != nullptr && estimate->eta_seconds.has_value();
+  // A trend seen for less than eta_min_span is not stable enough to warn about.
+  const bool known = estimate != nullptr && estimate->eta_seconds.has_value() &&
+                     estimate->span_seconds >= static_cast<double>(config.eta_min_span.count());
   const double eta = known ? *estimate->eta_seconds : INFINITY;
   const std::string summary =
       known ? fmt::format("{} full in {} at the current rate", what, eta_text(eta))
@@ -113,9 +115,14 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
     if (filesystem.ok) checkpoint_conditions(config_, filesystem, out);
   }
   if (sample.memory) {
-    eta_condition(config_, "memory_fill_eta", "memory",
-                  predictions.memory ? &*predictions.memory : nullptr, "memory", {},
-                  Severity::kWarn, out);
+    const FillEstimate* memory = predictions.memory ? &*predictions.memory : nullptr;
+    if (config_.memory_eta_below_percent && sample.memory->total_bytes > 0 &&
+        100.0 * static_cast<double>(sample.memory->available_bytes) /
+                static_cast<double>(sample.memory->total_bytes) >=
+            *config_.memory_eta_below_percent) {
+      memory = nullptr;  // plenty available: no time-to-full warning yet
+    }
+    eta_condition(config_, "memory_fill_eta", "memory", memory, "memory", {}, Severity::kWarn, out);
   }
   if (sample.pressure) {
     const double full = sample.pressure->full_avg10;
