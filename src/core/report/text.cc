@@ -16,7 +16,11 @@ std::string evidence_line(const Finding& finding) {
   std::string line;
   for (const Evidence& evidence : finding.evidence) {
     if (!line.empty()) line += ", ";
-    line += evidence.name + " " + format_value(evidence);
+    // Long facts (lists of kills, paths) stay in --json; one screen line each here.
+    constexpr std::size_t kMaxValue = 120;
+    std::string value = format_value(evidence);
+    if (value.size() > kMaxValue) value = value.substr(0, kMaxValue) + "...";
+    line += evidence.name + " " + value;
   }
   return line;
 }

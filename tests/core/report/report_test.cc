@@ -67,6 +67,18 @@ TEST(RenderText, ColoursOnlyWhenAsked) {
             std::string::npos);
 }
 
+TEST(RenderFinding, CutsLongEvidenceButJsonKeepsIt) {
+  Finding finding;
+  finding.id = "kernel.oom";
+  finding.severity = Severity::kWarn;
+  finding.summary = "3 OOM kills";
+  finding.add("kills", std::string(500, 'x'));
+  const std::string text = render_finding(finding, TextStyle{});
+  EXPECT_NE(text.find(std::string(120, 'x') + "..."), std::string::npos);
+  EXPECT_EQ(text.find(std::string(121, 'x')), std::string::npos);
+  EXPECT_EQ(to_json(finding)["evidence"][0]["value"].get<std::string>().size(), 500u);
+}
+
 TEST(ToJson, MatchesGolden) { expect_golden("check_report.json", to_json(sample_report()).dump(2) + "\n"); }
 
 }  // namespace
