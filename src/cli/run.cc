@@ -185,7 +185,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
                  "send this signal (e.g. SIGUSR1) to the job once when a --dir is about to fill up");
   app.add_option("--report", command->report, "write the post-mortem as JSON to FILE (docs/json.md)");
   app.add_option("--interval", command->interval, "sampling interval (default 1s)");
-  app.add_option("--stall-after", command->stall_after,
+  app.add_option("--stall-timeout,--stall-after", command->stall_after,
                  "no output for this long after an ENOSPC error is a stall (default 5m)");
   app.add_option("command", command->command, "the job: -- CMD ARGS...")->required();
   return [command, &globals]() {
@@ -197,7 +197,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     auto stall = parse_duration(command->stall_after);
     auto log_size = parse_size(command->log_size);
     if (!interval || interval->count() <= 0) return usage_error("--interval: expected a duration such as 1s");
-    if (!stall) return usage_error("--stall-after: " + stall.error().message);
+    if (!stall) return usage_error("--stall-timeout: " + stall.error().message);
     if (!log_size || *log_size == 0) return usage_error("--log-size: expected a size such as 64MiB");
     if (!command->on_critical.empty()) {
       auto signal = parse_signal(command->on_critical);

@@ -203,6 +203,37 @@ def test_log_file_rotates_and_counts_nothing_lost(headroom, tmp_path):
     assert (Path(f"{log}.1").read_text() + log.read_text()) in result.stdout
 
 
+class Lines:
+    """Reads a pipe's lines on a thread, so a test can wait for one with a deadline."""
+
+    def __init__(self, stream):
+        import queue
+        import threading
+        self.queue: queue.Queue = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream):
+        for line in stream:
+            self.queue.put((time.monotonic(), line))
+        self.queue.put((time.monotonic(), None))
+
+    def wait_for(self, text: str, timeout: float) -> float:
+        """The monotonic time the first line containing `text` arrived."""
+        import queue
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                when, line = self.queue.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no line with {text!r} within {timeout}s; saw {self.seen}")
+            if line is None:
+                pytest.fail(f"stream ended without {text!r}; saw {self.seen}")
+            self.seen.append(line)
+            if text in line:
+                return when
+
+
 def test_progress_without_newline_reaches_the_reader_at_once(headroom):
     # The job prints a tqdm-style "\r" update and then blocks on stdin: the
     # update must arrive while the job is still running, not at a newline or exit.
@@ -229,3 +260,66 @@ def test_progress_without_newline_reaches_the_reader_at_once(headroom):
     assert proc.returncode == 0, err
     assert out == b"\rprogress 2/2\n"
 
+
+def test_enospc_then_silence_is_reported_as_stalled(headroom, tmp_path):
+    job = write(tmp_path, "stall.py",
+                'import sys, time\nprint("step 1", flush=True)\n'
+                'print("OSError: [Errno 28] No space left on device: \'/ckpt/events.out\'", '
+                'file=sys.stderr, flush=True)\ntime.sleep(60)\n')
+    proc = subprocess.Popen([headroom, "run", "--only", "container", "--interval", "100ms",
+                             "--stall-timeout", "1s", "--report", str(tmp_path / "r.json"),
+                             "--", PYTHON, str(job)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        errors = Lines(proc.stderr)
+        said_enospc = errors.wait_for("[Errno 28]", timeout=20)
+        stalled = errors.wait_for("looks stalled", timeout=10)
+        # Reported after the configured second of silence, not much later.
+        assert 0.9 <= stalled - said_enospc < 3.0, stalled - said_enospc
+        proc.send_signal(signal.SIGTERM)  # our own child: headroom forwards it to the job
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143
+    doc = report(tmp_path / "r.json")
+    # A stalled job stopped afterwards is still diagnosed, not "stopped".
+    assert doc["stalled"] is True and doc["failed"] is True
+    assert doc["verdict"]["cause"] == "disk_full", doc["verdict"]
+
+
+ON_CRITICAL_JOB = r'''
+import os, signal, sys, time
+d = sys.argv[1]
+got = []
+signal.signal(signal.SIGUSR1, lambda *_: got.append(time.monotonic()))
+def fill(mib):
+    with open(os.path.join(d, "ckpt.pt"), "wb") as f:
+        for _ in range(mib):
+            f.write(b"\0" * 2**20); f.flush(); time.sleep(0.02)
+fill(39)                     # 39 of 40 MiB: critically full
+time.sleep(1.5)              # several samples while it stays full
+os.remove(os.path.join(d, "ckpt.pt"))
+time.sleep(1.5)              # the alert resolves ...
+fill(39)                     # ... and fires again
+time.sleep(1.5)
+print("signals", len(got), flush=True)
+'''
+
+
+def test_on_critical_sends_the_signal_once_when_the_dir_fills(headroom, tmp_path, scratch):
+    job = write(tmp_path, "fill.py", ON_CRITICAL_JOB)
+    ckpt = scratch / "ckpt"
+    ckpt.mkdir()
+    result = in_namespace(f'''
+        mount -t tmpfs -o size=40m tmpfs {ckpt}
+        "$HEADROOM" run --only container --interval 100ms --dir {ckpt} --on-critical SIGUSR1 \
+            -- "$PY" {job} {ckpt} || rc=$?
+        umount {ckpt}
+        exit ${{rc:-0}}
+    ''', timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "signals 1\n" in result.stdout, result.stdout + result.stderr
+    assert result.stderr.count("sent SIGUSR1 to the job") == 1, result.stderr
+    # The disk alert itself fired twice (filled, freed, filled again): the signal did not follow.
+    assert result.stderr.count(f"critical: {ckpt} is") == 2, result.stderr
