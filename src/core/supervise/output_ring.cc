@@ -1,6 +1,9 @@
 #include "core/supervise/output_ring.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace headroom {
@@ -22,13 +25,35 @@ void OutputRing::append(std::string_view bytes) {
   const std::size_t first = std::min(bytes.size(), capacity - end);
   std::memcpy(buffer_.data() + end, bytes.data(), first);
   std::memcpy(buffer_.data(), bytes.data() + first, bytes.size() - first);
-  const std::size_t grown = size_ + bytes.size();
+  advance(bytes.size());
+}
+
+void OutputRing::advance(std::size_t count) {
+  const std::size_t capacity = buffer_.size();
+  const std::size_t grown = size_ + count;
   if (grown > capacity) {
     start_ = (start_ + (grown - capacity)) % capacity;
     size_ = capacity;
   } else {
     size_ = grown;
   }
+}
+
+std::size_t OutputRing::append_from(int fd, std::size_t count) {
+  const std::lock_guard lock(mutex_);
+  std::size_t appended = 0;
+  while (appended < count) {
+    // The next contiguous stretch after the newest byte (it overwrites the oldest when full).
+    const std::size_t end = (start_ + size_) % buffer_.size();
+    const std::size_t room = std::min(count - appended, buffer_.size() - end);
+    const ssize_t got = ::read(fd, buffer_.data() + end, room);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    advance(static_cast<std::size_t>(got));
+    appended += static_cast<std::size_t>(got);
+  }
+  total_.store(total_.load(std::memory_order_relaxed) + appended, std::memory_order_release);
+  return appended;
 }
 
 std::string OutputRing::copy_newest(std::size_t count) const {

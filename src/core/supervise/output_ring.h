@@ -23,6 +23,9 @@ class OutputRing {
 
   /// Appends bytes; when full, the oldest bytes are overwritten.
   void append(std::string_view bytes);
+  /// Appends up to `count` bytes read from `fd` straight into the ring (no
+  /// intermediate buffer); returns the bytes appended (fewer at EOF or on error).
+  std::size_t append_from(int fd, std::size_t count);
   /// The kept bytes, oldest first.
   [[nodiscard]] std::string contents() const;
   /// The newest `count` kept bytes (fewer when fewer are kept), oldest first.
@@ -34,6 +37,7 @@ class OutputRing {
 
  private:
   [[nodiscard]] std::string copy_newest(std::size_t count) const;  // lock held
+  void advance(std::size_t count);                                  // lock held
 
   mutable std::mutex mutex_;
   std::vector<char> buffer_;

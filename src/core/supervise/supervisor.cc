@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,7 +83,54 @@ struct Stream {
   int source = -1;
   int sink = -1;
   bool sink_broken = false;
+  // Zero-copy path (source and sink pipes, no --log): tee(2) the
+  // bytes into `side`, splice(2) them on to the sink without copying, and read
+  // the side pipe straight into the ring: one copy per byte instead of three.
+  int side_read = -1;
+  int side_write = -1;
 };
+
+bool is_pipe(int fd) {
+  struct stat info {};
+  return ::fstat(fd, &info) == 0 && S_ISFIFO(info.st_mode);
+}
+
+// Sets up the zero-copy path when both ends allow it; otherwise read/write.
+void try_zero_copy(Stream& stream) {
+  // Only pipe to pipe: splice(2) to a file opened O_APPEND (`>> log`) or a
+  // terminal is refused by some kernels, and those go through read/write.
+  if (stream.source < 0 || !is_pipe(stream.source) || !is_pipe(stream.sink)) return;
+  int side[2];
+  if (::pipe2(side, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  // tee duplicates at most what the side pipe can hold: as much as the job's pipe.
+  (void)::fcntl(side[1], F_SETPIPE_SZ, ::fcntl(stream.source, F_GETPIPE_SZ));
+  stream.side_read = side[0];
+  stream.side_write = side[1];
+}
+
+void close_side(Stream& stream) {
+  if (stream.side_read >= 0) ::close(stream.side_read);
+  if (stream.side_write >= 0) ::close(stream.side_write);
+  stream.side_read = stream.side_write = -1;
+}
+
+// Moves `count` bytes, already known to be in the pipe `from`, to `to`.
+bool splice_all(int from, int to, std::size_t count) {
+  while (count > 0) {
+    const ssize_t moved = ::splice(from, nullptr, to, nullptr, count, SPLICE_F_MOVE);
+    if (moved < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd wait{to, POLLOUT, 0};
+        (void)::poll(&wait, 1, -1);
+        continue;
+      }
+      return false;
+    }
+    count -= static_cast<std::size_t>(moved);
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -129,8 +177,9 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
 
   std::array<Stream, 2> streams{{{job.stdout_fd, options.stdout_fd, false},
                                  {job.stderr_fd, options.stderr_fd, false}}};
-  for (const Stream& stream : streams) {
+  for (Stream& stream : streams) {
     if (stream.source >= 0) (void)::fcntl(stream.source, F_SETFL, O_NONBLOCK);
+    if (!log) try_zero_copy(stream);
   }
   std::vector<char> buffer(256 * 1024);
   bool main_exited = false;
@@ -161,7 +210,28 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   };
   // Reads one chunk and passes it on; false when nothing was read. The hot
   // path: read, write, memcpy into the ring. Nothing else looks at the bytes here.
+  const auto pump_spliced = [&](Stream& stream) {
+    const ssize_t got = ::tee(stream.source, stream.side_write, buffer.size() * 4, SPLICE_F_NONBLOCK);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
+    if (got <= 0) {  // EOF (or tee refused: the read path below sees the same)
+      if (got < 0) close_side(stream);
+      if (got == 0) {
+        ::close(stream.source);
+        stream.source = -1;
+      }
+      return false;
+    }
+    const auto count = static_cast<std::size_t>(got);
+    if (!stream.sink_broken && !splice_all(stream.source, stream.sink, count)) {
+      stream.sink_broken = true;  // as in the read path: the job gets EPIPE next
+      ::close(stream.source);
+      stream.source = -1;
+    }
+    (void)ring.append_from(stream.side_read, count);
+    return true;
+  };
   const auto pump = [&](Stream& stream) {
+    if (stream.side_read >= 0) return pump_spliced(stream);
     const ssize_t got = ::read(stream.source, buffer.data(), buffer.size());
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
     if (got <= 0) {  // EOF, or EIO on a pty whose last writer closed
@@ -234,6 +304,7 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   }
   for (Stream& stream : streams) {
     if (stream.source >= 0) ::close(stream.source);
+    close_side(stream);
   }
   if (job.foreground) take_back_foreground(STDIN_FILENO);
   sampler.stop(result);

@@ -1,5 +1,7 @@
 #include "core/supervise/output_ring.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -41,6 +43,20 @@ TEST(OutputRing, LastGivesTheNewestBytesAcrossTheWrap) {
   EXPECT_EQ(ring.last(6), "456789");
   EXPECT_EQ(ring.last(100), "23456789");
   EXPECT_EQ(OutputRing(4).last(2), "");
+}
+
+TEST(OutputRing, AppendFromReadsAPipeStraightIntoTheRingAcrossTheWrap) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  OutputRing ring(8);
+  ring.append("12345");
+  ASSERT_EQ(::write(fds[1], "6789ab", 6), 6);
+  EXPECT_EQ(ring.append_from(fds[0], 6), 6u);
+  EXPECT_EQ(ring.contents(), "456789ab");
+  EXPECT_EQ(ring.total_bytes(), 11u);
+  ::close(fds[1]);
+  EXPECT_EQ(ring.append_from(fds[0], 4), 0u);  // EOF: nothing appended
+  ::close(fds[0]);
 }
 
 TEST(OutputRing, ReadersSeeWholeChunksWhileAWriterAppends) {
