@@ -61,16 +61,21 @@ class SignalScope {
   int fd_ = -1;
 };
 
+// After EINTR (retry) or EAGAIN on a non-blocking sink (wait for room): true
+// when the write should be tried again.
+bool retry_write(int fd) {
+  if (errno == EINTR) return true;
+  if (errno != EAGAIN) return false;
+  pollfd wait{fd, POLLOUT, 0};
+  (void)::poll(&wait, 1, -1);
+  return true;
+}
+
 bool write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
     if (wrote < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd wait{fd, POLLOUT, 0};
-        (void)::poll(&wait, 1, -1);
-        continue;
-      }
+      if (retry_write(fd)) continue;
       return false;
     }
     bytes.remove_prefix(static_cast<std::size_t>(wrote));
@@ -119,12 +124,7 @@ bool splice_all(int from, int to, std::size_t count) {
   while (count > 0) {
     const ssize_t moved = ::splice(from, nullptr, to, nullptr, count, SPLICE_F_MOVE);
     if (moved < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd wait{to, POLLOUT, 0};
-        (void)::poll(&wait, 1, -1);
-        continue;
-      }
+      if (retry_write(to)) continue;
       return false;
     }
     count -= static_cast<std::size_t>(moved);
