@@ -127,7 +127,7 @@ def test_dataloader_with_64m_shm_is_shm_too_small(headroom, tmp_path):
     job = write(tmp_path, "shm.py", SHM_JOB)
     result = in_namespace(f'''
         mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm
-        "$HEADROOM" run --interval 200ms --workers 2 --batch-bytes 24MiB --report {tmp_path}/r.json \
+        "$HEADROOM" run --interval 50ms --workers 2 --batch-bytes 24MiB --report {tmp_path}/r.json \
             -- "$PY" {job}
     ''', timeout=120)
     assert result.returncode != 0, result.stderr

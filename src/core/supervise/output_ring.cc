@@ -67,6 +67,13 @@ std::string OutputRing::copy_newest(std::size_t count) const {
   return out;
 }
 
+void OutputRing::end_open_line() {
+  const std::lock_guard lock(mutex_);
+  if (size_ == 0 || buffer_[(start_ + size_ - 1) % buffer_.size()] == '\n') return;
+  buffer_[(start_ + size_) % buffer_.size()] = '\n';
+  advance(1);
+}
+
 std::string OutputRing::contents() const {
   const std::lock_guard lock(mutex_);
   return copy_newest(size_);

@@ -30,6 +30,9 @@ class OutputRing {
   [[nodiscard]] std::string contents() const;
   /// The newest `count` kept bytes (fewer when fewer are kept), oldest first.
   [[nodiscard]] std::string last(std::size_t count) const;
+  /// Ends an open line (the newest kept byte is not '\n') with a '\n' that
+  /// total_bytes() does not count: stdout and stderr share the ring.
+  void end_open_line();
   /// Bytes appended over the whole life of the ring.
   [[nodiscard]] std::uint64_t total_bytes() const { return total_.load(std::memory_order_acquire); }
   /// True when older output was dropped.

@@ -230,7 +230,14 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
     (void)ring.append_from(stream.side_read, count);
     return true;
   };
+  const Stream* last_stream = nullptr;
   const auto pump = [&](Stream& stream) {
+    if (&stream != last_stream) {
+      // stdout and stderr share the ring: a line one left open must not run
+      // into the other's next line for explain (the passed-through bytes are untouched).
+      if (last_stream != nullptr) ring.end_open_line();
+      last_stream = &stream;
+    }
     if (stream.side_read >= 0) return pump_spliced(stream);
     const ssize_t got = ::read(stream.source, buffer.data(), buffer.size());
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;

@@ -45,6 +45,18 @@ TEST(OutputRing, LastGivesTheNewestBytesAcrossTheWrap) {
   EXPECT_EQ(OutputRing(4).last(2), "");
 }
 
+TEST(OutputRing, EndsAnOpenLineWithoutCountingIt) {
+  OutputRing ring(5);
+  ring.end_open_line();  // empty: nothing to end
+  ring.append("ab\n");
+  ring.end_open_line();  // already ended
+  EXPECT_EQ(ring.contents(), "ab\n");
+  ring.append("cd");
+  ring.end_open_line();  // across the wrap
+  EXPECT_EQ(ring.contents(), "b\ncd\n");
+  EXPECT_EQ(ring.total_bytes(), 5u);
+}
+
 TEST(OutputRing, AppendFromReadsAPipeStraightIntoTheRingAcrossTheWrap) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
