@@ -62,7 +62,9 @@ struct Holder {
 /// A process that holds at least one indexed file.
 struct ProcessInfo {
   int pid = 0;
-  uid_t uid = 0;         ///< real uid, from status
+  /// The owner of /proc/<pid> (its effective uid, as ps shows); the real uid
+  /// from status when that owner is root (root, or a non-dumpable process).
+  uid_t uid = 0;
   std::string user;      ///< name from <root>/etc/passwd, or the uid as text
   std::string command;   ///< comm (at most 15 chars)
   std::string cmdline;   ///< argv joined by spaces (may be empty for kernel threads)

@@ -184,7 +184,7 @@ TEST(ScanInUse, ReadsATreeUnderTheRootPrefix) {
          "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\n";
   std::ofstream(root / "proc/4242/comm") << "python3\n";
   std::ofstream(root / "proc/4242/cmdline") << std::string("python3\0train.py\0", 17);
-  std::ofstream(root / "proc/4242/status") << "Name:\tpython3\nUid:\t1000\t1000\t1000\t1000\n";
+  std::ofstream(root / "proc/4242/status") << "Name:\tpython3\nPid:\t4242\nUid:\t1000\t1000\t1000\t1000\n";
   std::ofstream(root / "proc/sysvipc/shm")
       << "key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ctime rss swap\n"
          "0 9 600 1048576 1 1 0 1000 1000 1000 1000 0 0 5 0 0\n";
