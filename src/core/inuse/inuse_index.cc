@@ -91,7 +91,7 @@ const ProcessInfo* InUseIndex::process(int pid) const {
 Result<FileId> file_id(const std::filesystem::path& path) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return fail(Error::from_errno(errno, path.string()));
-  return FileId{static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)};
+  return file_id_of(info);
 }
 
 }  // namespace headroom

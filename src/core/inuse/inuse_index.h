@@ -14,6 +14,7 @@
 // which `hidepid` reports. Overlayfs: maps show the lower file's device while
 // stat of an fd shows the overlay's, so the same file may carry two ids.
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <compare>
@@ -37,6 +38,11 @@ struct FileId {
   std::uint64_t inode = 0;
   auto operator<=>(const FileId&) const = default;
 };
+
+/// The identity in a stat(2) result.
+[[nodiscard]] inline FileId file_id_of(const struct stat& info) {
+  return {static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)};
+}
 
 /// How a process holds a file.
 enum class HoldKind { kFd, kMap, kCwd, kRoot, kExe };

@@ -58,10 +58,6 @@ std::string_view strip_deleted(std::string_view path, bool& deleted) {
   return path;
 }
 
-FileId id_of(const struct stat& info) {
-  return {static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)};
-}
-
 // A growable byte buffer that is never zero-filled (std::string would be, per read).
 class ReadBuffer {
  public:
@@ -297,7 +293,7 @@ class InUseScanner {
           if (devices_.empty() && !path_wanted(original)) return;
           struct stat info {};
           if (!link_identity(fd_dir.get(), fd_name.data(), original, deleted, info)) return;
-          const FileId file = id_of(info);
+          const FileId file = file_id_of(info);
           if (!wanted(original, file.device)) return;
           int fd_number = -1;
           (void)parse_int(fd_name, fd_number);
@@ -315,7 +311,7 @@ class InUseScanner {
     if (live_) return recorded;
     const std::filesystem::path rooted = context_.root.host(std::string(original));
     struct stat info {};
-    if (!deleted && ::stat(rooted.c_str(), &info) == 0) return id_of(info);
+    if (!deleted && ::stat(rooted.c_str(), &info) == 0) return file_id_of(info);
     if (deleted && ::stat(rooted.parent_path().c_str(), &info) == 0) {
       recorded.device = static_cast<std::uint64_t>(info.st_dev);
     }
@@ -389,7 +385,7 @@ class InUseScanner {
     if (devices_.empty() && !path_wanted(original)) return;
     struct stat info {};
     if (!link_identity(proc_fd, name, original, deleted, info)) return;
-    const FileId file = id_of(info);
+    const FileId file = file_id_of(info);
     if (!wanted(original, file.device)) return;
     add(out, pid, how, -1, file, shown, deleted, static_cast<std::uint64_t>(info.st_size));
   }

@@ -32,34 +32,12 @@
 #include "core/reclaim/proc_net_unix.h"
 #include "core/reclaim/shm_survey.h"
 #include "core/reclaim/tree_walk.h"
+#include "core/unique_fd.h"
 #include "core/units.h"
 
 namespace headroom {
 
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-FileId id_of(const struct stat& info) {
-  return {static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)};
-}
 
 class Remover {
  public:
@@ -91,9 +69,9 @@ class Remover {
     auto found = parents_.find(item.parent.native());
     if (found == parents_.end()) {
       const std::filesystem::path rooted = context_.root.host(item.parent);
-      Fd fd(::open(rooted.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd fd(::open(rooted.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       struct stat info {};
-      if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || id_of(info) != item.parent_id) {
+      if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || file_id_of(info) != item.parent_id) {
         return std::nullopt;
       }
       found = parents_.emplace(item.parent.native(), std::move(fd)).first;
@@ -113,20 +91,20 @@ class Remover {
     if (::fstatat(dir, item.name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
       return errno == ENOENT ? "already gone" : fmt::format("stat failed: {}", std::strerror(errno));
     }
-    if (id_of(info) != item.id) return "replaced by another file since the plan";
+    if (file_id_of(info) != item.id) return "replaced by another file since the plan";
     if (info.st_uid != item.uid) return "its owner changed since the plan";
     if ((item.kind == CleanKind::kTmpDir) != S_ISDIR(info.st_mode)) return "its type changed";
     const auto modified = std::chrono::system_clock::from_time_t(info.st_mtim.tv_sec);
     if (now_ - modified < minimum(item)) return "modified since the plan";
 
     // Hold the entry open (never through a symlink) for the flock and the identity check.
-    Fd held;
+    UniqueFd held;
     if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) {
-      held = Fd(::openat(dir, item.name.c_str(),
+      held = UniqueFd(::openat(dir, item.name.c_str(),
                          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
                              (S_ISDIR(info.st_mode) ? O_DIRECTORY : 0)));
       struct stat opened {};
-      if (held.get() < 0 || ::fstat(held.get(), &opened) != 0 || id_of(opened) != item.id) {
+      if (held.get() < 0 || ::fstat(held.get(), &opened) != 0 || file_id_of(opened) != item.id) {
         return "changed while being checked";
       }
       if (::flock(held.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -151,7 +129,7 @@ class Remover {
     };
     struct stat renamed {};
     if (::fstatat(dir, quarantine.c_str(), &renamed, AT_SYMLINK_NOFOLLOW) != 0 ||
-        id_of(renamed) != item.id) {
+        file_id_of(renamed) != item.id) {
       return put_back("changed during removal");
     }
     ScanOptions scan;
@@ -190,7 +168,7 @@ class Remover {
     const auto now = now_;
     const RemoveOutcome outcome =
         remove_tree_contents(dir_fd, item.id.device, [&](const struct stat& entry) -> std::optional<std::string> {
-          if (index.is_held(id_of(entry))) return "in use";
+          if (index.is_held(file_id_of(entry))) return "in use";
           if (now - std::chrono::system_clock::from_time_t(entry.st_mtim.tv_sec) < age) {
             return "modified while removing";
           }
@@ -224,7 +202,7 @@ class Remover {
   const Context& context_;
   const CleanOptions& options_;
   std::chrono::system_clock::time_point now_;
-  std::map<std::string, Fd> parents_;
+  std::map<std::string, UniqueFd> parents_;
   std::uint64_t counter_ = 0;
   CleanResult result_;
 };

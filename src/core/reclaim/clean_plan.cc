@@ -152,8 +152,7 @@ class Planner {
     if (dir_fd < 0) return fail(Error::from_errno(errno, options_.tmp_dir.string()));
     struct stat dir_info {};
     ::fstat(dir_fd, &dir_info);
-    const FileId dir_id{static_cast<std::uint64_t>(dir_info.st_dev),
-                        static_cast<std::uint64_t>(dir_info.st_ino)};
+    const FileId dir_id = file_id_of(dir_info);
     ScanOptions scan;
     scan.devices = {dir_id.device};
     scan.include_sysv = false;
@@ -183,7 +182,7 @@ class Planner {
     const std::filesystem::path path = options_.tmp_dir / name;
     struct stat info {};
     if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return;
-    const FileId id{static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)};
+    const FileId id = file_id_of(info);
     if (protected_tmp_name(name)) return keep(path, "protected name (system sockets or PrivateTmp)");
     if (id.device != dir_id.device) return keep(path, "a mount point (other filesystem)");
     if (!owner_ok(info.st_uid)) return;  // other users' files are not ours to list

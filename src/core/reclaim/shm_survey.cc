@@ -50,8 +50,7 @@ Result<ShmSurvey> survey_shm(const Context& context) {
   if (dir_fd < 0) return fail(Error::from_errno(errno, dir.string()));
   struct stat dir_info {};
   ::fstat(dir_fd, &dir_info);
-  survey.dir_id = {static_cast<std::uint64_t>(dir_info.st_dev),
-                   static_cast<std::uint64_t>(dir_info.st_ino)};
+  survey.dir_id = file_id_of(dir_info);
 
   DIR* stream = ::fdopendir(dir_fd);
   if (stream == nullptr) {
@@ -66,7 +65,7 @@ Result<ShmSurvey> survey_shm(const Context& context) {
     if (::fstatat(dir_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
     ShmEntry item;
     item.name = std::string(name);
-    item.id = {static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)};
+    item.id = file_id_of(info);
     item.uid = info.st_uid;
     item.mode = info.st_mode;
     item.size_bytes = static_cast<std::uint64_t>(info.st_size);

@@ -60,7 +60,7 @@ void summarize(int dir_fd, std::uint64_t device, int depth, TreeSummary& summary
     struct stat info {};
     if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     ++summary.entries;
-    summary.ids.push_back({static_cast<std::uint64_t>(info.st_dev), static_cast<std::uint64_t>(info.st_ino)});
+    summary.ids.push_back(file_id_of(info));
     summary.newest_mtime = std::max(summary.newest_mtime, info.st_mtim.tv_sec);
     if (static_cast<std::uint64_t>(info.st_dev) != device) {
       summary.crosses_mount = true;
@@ -125,7 +125,7 @@ TreeSummary summarize_tree(int dir_fd, std::uint64_t device) {
   TreeSummary summary;
   struct stat root {};
   if (::fstat(dir_fd, &root) == 0) {
-    summary.ids.push_back({static_cast<std::uint64_t>(root.st_dev), static_cast<std::uint64_t>(root.st_ino)});
+    summary.ids.push_back(file_id_of(root));
     summary.newest_mtime = root.st_mtim.tv_sec;
     summary.allocated_bytes = static_cast<std::uint64_t>(root.st_blocks) * 512;
   }
