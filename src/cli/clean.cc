@@ -28,6 +28,7 @@ struct CleanCommand {
   bool all_users = false;
   bool yes = false;
   std::string audit_log;
+  std::vector<int> ignore_unreadable;
 };
 
 // $XDG_STATE_HOME/headroom/clean.log, ~/.local/state/headroom/clean.log, or for root /var/log/headroom/clean.log.
@@ -91,6 +92,10 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
                  "only entries unmodified this long (tmp default 1d; shm: any age)");
   app.add_flag("--all-users", command->all_users, "everybody's files, not only yours (root only)");
   app.add_flag("--yes", command->yes, "remove (default: print the plan only)");
+  app.add_option("--ignore-unreadable", command->ignore_unreadable,
+                 "PID,... : processes that cannot be inspected but that you know use nothing in "
+                 "/dev/shm or the temp dir (clean refuses to plan while any other pid is unreadable)")
+      ->delimiter(',');
   app.add_option("--audit-log", command->audit_log,
                  "JSON-lines log of removals (default: /var/log/headroom/clean.log for root, "
                  "else $XDG_STATE_HOME/headroom/clean.log)");
@@ -100,6 +105,7 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
     options.shm = command->shm;
     options.tmp = command->tmp;
     options.all_users = command->all_users;
+    options.ignore_unreadable = command->ignore_unreadable;
     if (!command->older_than.empty()) {
       auto duration = parse_duration(command->older_than);
       if (!duration) return usage_error("--older-than: " + duration.error().message);
@@ -123,6 +129,7 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
         out["kept"] = kept_json(plan->kept);
         out["processes_scanned"] = plan->processes_scanned;
         out["unreadable_pids"] = plan->unreadable_pids;
+        out["blocking_pids"] = plan->blocking_pids;
         if (!plan->blind_reason.empty()) out["blind_reason"] = plan->blind_reason;
         std::cout << out.dump(2) << "\n";
       } else if (!plan->blind_reason.empty()) {

@@ -85,9 +85,16 @@ void print_text(const InUseIndex& index, const std::vector<PathHolders>& results
     }
   }
   if (!index.unreadable_pids().empty()) {
+    const auto pids = index.unreadable_pids();
+    std::string listed;
+    for (std::size_t i = 0; i < pids.size() && i < 10; ++i) {
+      listed += (i == 0 ? "" : ",") + std::to_string(pids[i]);
+    }
+    if (pids.size() > 10) listed += ",...";
     std::cout << fmt::format(
-        "note: {} processes could not be inspected (permission denied): run as root to see all\n",
-        index.unreadable_pids().size());
+        "note: {} process{} could not be inspected (permission denied: pid {}): run as root to see "
+        "all\n",
+        pids.size(), pids.size() == 1 ? "" : "es", listed);
   }
   if (index.hidepid()) std::cout << "note: /proc has hidepid: other users' processes are hidden\n";
 }

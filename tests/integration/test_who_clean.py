@@ -176,3 +176,55 @@ def test_who_exit_codes(scratch, headroom):
 def test_clean_needs_a_target(headroom):
     result = subprocess.run([headroom, "clean"], capture_output=True, text=True)
     assert result.returncode == 2 and "--shm and/or --tmp" in result.stderr
+
+
+UNREADABLE = r'''
+mount -t tmpfs -o size=16m,mode=1777 tmpfs /dev/shm
+head -c 4096 /dev/zero > /dev/shm/torch_77_1_1 && chown 65534:65534 /dev/shm/torch_77_1_1
+sleep 600 &
+held=$!
+as_nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$HEADROOM" "$@"; }
+echo "sleeper $held"
+echo "=== blind"; as_nobody clean --shm || echo "rc=$?"
+echo "=== one"; as_nobody clean --shm --ignore-unreadable 1 || echo "rc=$?"
+echo "=== both"; as_nobody clean --shm --ignore-unreadable "1,$held" || echo "rc=$?"
+echo "=== apply"; as_nobody clean --shm --ignore-unreadable 1 --ignore-unreadable "$held" --yes \
+  --audit-log /dev/shm/audit.log || echo "rc=$?"
+echo "=== left"; ls -A /dev/shm
+echo "=== zero"; as_nobody clean --shm --ignore-unreadable 0 || echo "rc=$?"
+kill -9 $held
+'''
+
+
+def test_clean_names_uninspectable_pids_and_takes_only_vouched_ones(scratch):
+    """As nobody in a private pid namespace, root's bash (pid 1) and sleep cannot be inspected."""
+    require_root()
+    env = dict(os.environ, HEADROOM=HEADROOM)
+    result = subprocess.run(
+        ["unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private", "bash", "-eu", "-c",
+         UNREADABLE], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    parts = dict(part.split("\n", 1) for part in result.stdout.split("=== ")[1:])
+    sleeper = int(result.stdout.split()[1])
+
+    blind = parts["blind"]
+    assert blind.rstrip().endswith("rc=1"), blind
+    assert "Nothing can be cleaned safely: could not inspect pid 1 (bash), " in blind
+    assert f"{sleeper} (sleep)" in blind
+    assert f"--ignore-unreadable 1,{sleeper}" in blind and "Run as root" in blind
+    assert "torch_77_1_1" not in blind
+
+    one = parts["one"]  # vouching for pid 1 alone is not enough: the sleeper still blocks
+    assert one.rstrip().endswith("rc=1") and f"could not inspect pid {sleeper} (sleep)" in one, one
+    assert "pid 1 (" not in one
+
+    both = parts["both"]
+    assert "rc=" not in both and "/dev/shm/torch_77_1_1" in both and "Would free 4.0 KiB" in both, both
+
+    applied = parts["apply"]
+    assert "rc=" not in applied and "removed 1 item" in applied, applied
+    assert "torch_77_1_1" not in parts["left"]
+
+    zero = parts["zero"]
+    assert zero.rstrip().endswith("rc=2"), zero
+    assert "--ignore-unreadable: 0 is not a pid" in result.stderr

@@ -30,6 +30,9 @@ struct CleanOptions {
   bool all_users = false;          ///< root only: everybody's files
   std::filesystem::path tmp_dir = "/tmp";  ///< host path, resolved by the front end
   std::filesystem::path audit_log;         ///< host path of the JSON-lines log; empty: none
+  /// Pids that could not be inspected but that the caller vouches hold nothing
+  /// we would clean (--ignore-unreadable). Any other unreadable pid blocks cleaning.
+  std::vector<int> ignore_unreadable;
 };
 
 /// Default minimum age of temp-dir entries.
@@ -70,7 +73,9 @@ struct CleanPlan {
   std::vector<KeptItem> kept;
   std::uint64_t total_bytes = 0;
   std::size_t processes_scanned = 0;
-  std::vector<int> unreadable_pids;
+  std::vector<int> unreadable_pids;  ///< every pid that could not be inspected
+  /// Of those, the ones not in ignore_unreadable: any of them blocks the plan.
+  std::vector<int> blocking_pids;
   /// Set when the index could not see every process: nothing is planned then.
   std::string blind_reason;
 };

@@ -137,7 +137,9 @@ class Remover {
     scan.include_sysv = false;
     auto index = scan_in_use(context_, scan);
     if (!index) return put_back("could not re-scan processes: " + index.error().message);
-    if (!index->unreadable_pids().empty()) return put_back("some processes could not be inspected");
+    if (const auto blocking = blocking_unreadable(*index, options_); !blocking.empty()) {
+      return put_back(fmt::format("pid {} could not be inspected at the re-check", blocking.front()));
+    }
 
     if (!S_ISDIR(info.st_mode)) {
       if (index->is_held(item.id)) {

@@ -29,14 +29,39 @@ std::chrono::seconds age_of(std::chrono::system_clock::time_point now, std::time
                     : std::chrono::seconds{0};
 }
 
-// The index cannot vouch for files when it could not read every process.
-std::string blindness(const InUseIndex& index, uid_t euid) {
-  if (!index.unreadable_pids().empty()) {
-    return fmt::format("{} processes could not be inspected (their files would look unused); "
-                       "run as root to clean",
-                       index.unreadable_pids().size());
+// "1 (systemd), 523 (sshd)": comm is world-readable even when fd/ and maps are not.
+std::string describe_pids(const Context& context, const std::vector<int>& pids) {
+  constexpr std::size_t kShown = 10;
+  std::string text;
+  for (std::size_t i = 0; i < pids.size() && i < kShown; ++i) {
+    std::string name = context.root.read(context.root.proc(std::to_string(pids[i]) + "/comm"), 256)
+                           .value_or("?");
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", pids[i], name);
   }
-  if (index.hidepid() && euid != 0) {
+  if (pids.size() > kShown) text += fmt::format(" and {} more", pids.size() - kShown);
+  return text;
+}
+
+std::string pid_csv(const std::vector<int>& pids) {
+  std::string text;
+  for (int pid : pids) text += (text.empty() ? "" : ",") + std::to_string(pid);
+  return text;
+}
+
+// The index cannot vouch for files when it could not read every process:
+// say which ones, and the two ways forward.
+std::string blindness(const Context& context, const std::vector<int>& blocking, bool hidepid,
+                      uid_t euid) {
+  if (!blocking.empty()) {
+    return fmt::format(
+        "could not inspect pid {}: permission denied on their fds and maps, so a file they use "
+        "would look unused. Run as root, or if you are sure {} nothing in /dev/shm or the temp "
+        "dir, vouch for {}: --ignore-unreadable {}",
+        describe_pids(context, blocking), blocking.size() == 1 ? "it uses" : "they use",
+        blocking.size() == 1 ? "it" : "them", pid_csv(blocking));
+  }
+  if (hidepid && euid != 0) {
     return "/proc is mounted with hidepid: other users' processes are invisible; run as root";
   }
   return "";
@@ -70,7 +95,14 @@ class Planner {
   void note_index(const InUseIndex& index) {
     plan_.processes_scanned = std::max(plan_.processes_scanned, index.processes_scanned());
     for (int pid : index.unreadable_pids()) plan_.unreadable_pids.push_back(pid);
-    if (plan_.blind_reason.empty()) plan_.blind_reason = blindness(index, euid_);
+    std::sort(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end());
+    plan_.unreadable_pids.erase(std::unique(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end()),
+                                plan_.unreadable_pids.end());
+    const std::vector<int> blocking = blocking_unreadable(index, options_);
+    plan_.blocking_pids.insert(plan_.blocking_pids.end(), blocking.begin(), blocking.end());
+    if (plan_.blind_reason.empty()) {
+      plan_.blind_reason = blindness(context_, blocking, index.hidepid(), euid_);
+    }
   }
 
   Result<void> plan_shm() {
@@ -270,6 +302,9 @@ Result<void> validate(const CleanOptions& options, const Context& context) {
   if (!options.shm && !options.tmp) return fail(Error::invalid("choose what to clean: --shm and/or --tmp"));
   if (options.all_users && context.syscalls->effective_uid() != 0) {
     return fail(Error::invalid("--all-users needs root"));
+  }
+  for (int pid : options.ignore_unreadable) {
+    if (pid <= 0) return fail(Error::invalid(fmt::format("--ignore-unreadable: {} is not a pid", pid)));
   }
   if (options.older_than && options.older_than->count() < 0) {
     return fail(Error::invalid("--older-than must not be negative"));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -20,6 +21,17 @@ bool protected_tmp_name(std::string_view name) {
 std::chrono::seconds minimum_age(const CleanOptions& options, bool tmp) {
   if (options.older_than) return *options.older_than;
   return tmp ? kDefaultTmpAge : std::chrono::seconds{0};
+}
+
+std::vector<int> blocking_unreadable(const InUseIndex& index, const CleanOptions& options) {
+  std::vector<int> blocking;
+  for (int pid : index.unreadable_pids()) {
+    if (std::find(options.ignore_unreadable.begin(), options.ignore_unreadable.end(), pid) ==
+        options.ignore_unreadable.end()) {
+      blocking.push_back(pid);
+    }
+  }
+  return blocking;
 }
 
 std::string held_reason(const InUseIndex& index, const std::vector<int>& pids) {
