@@ -112,6 +112,7 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
     const Context context = make_context(globals);
     ScanOptions options;
     options.include_sysv = false;
+    options.include_cmdline = globals.json;  // the text table shows the command name only
     std::vector<std::pair<std::filesystem::path, FileId>> targets;
     for (const std::string& text : command->paths) {
       std::filesystem::path path = text;

@@ -106,6 +106,8 @@ struct ScanOptions {
   bool include_fds = true;
   bool include_maps = true;
   bool include_cwd_root_exe = true;
+  /// Read each holder's command line (ProcessInfo::cmdline); off saves ~4 syscalls per holder.
+  bool include_cmdline = true;
   /// Also read /proc/sysvipc/shm.
   bool include_sysv = true;
   /// Leave out the scanning process itself (its /proc and directory fds).

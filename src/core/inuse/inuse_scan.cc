@@ -62,8 +62,12 @@ std::string_view strip_deleted(std::string_view path, bool& deleted) {
 class ReadBuffer {
  public:
   // Reads the pseudo-file `name` below `dir_fd` to EOF (at most `limit` bytes);
-  // nullopt with errno set when it cannot be opened or read.
-  std::optional<std::string_view> read(int dir_fd, const char* name, std::size_t limit) {
+  // nullopt with errno set when it cannot be opened or read. `whole_at_once`:
+  // the file is produced in one piece (single_open seq_files such as comm and
+  // status, and cmdline), so a read shorter than asked is the end: one read
+  // syscall instead of two. Not for maps, whose seq_file returns short reads.
+  std::optional<std::string_view> read(int dir_fd, const char* name, std::size_t limit,
+                                       bool whole_at_once = false) {
     const UniqueFd file(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
     if (!file.ok()) return std::nullopt;
     std::size_t used = 0;
@@ -73,8 +77,9 @@ class ReadBuffer {
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) return std::nullopt;
       if (got == 0) break;
+      const std::size_t asked = capacity_ - used;
       used += static_cast<std::size_t>(got);
-      if (used >= limit) break;
+      if (used >= limit || (whole_at_once && static_cast<std::size_t>(got) < asked)) break;
     }
     return std::string_view(data_.get(), std::min(used, limit));
   }
@@ -394,11 +399,14 @@ class InUseScanner {
   // The owner of /proc/<pid> is the process's effective uid, except that a
   // non-dumpable process shows as root: only then is the costlier status
   // read (perf: status is ~5x the kernel work of comm + stat).
-  static void describe(int proc_fd, PidPath& path, int pid, Partial& out, Scratch& scratch) {
+  void describe(int proc_fd, PidPath& path, int pid, Partial& out, Scratch& scratch) const {
     ProcessInfo& info = out.processes.emplace_back();
     info.pid = pid;
-    if (auto text = scratch.text.read(proc_fd, path.at("cmdline"), 4096)) {
-      std::string_view args = *text;
+    const auto command_line = options_.include_cmdline
+                                  ? scratch.text.read(proc_fd, path.at("cmdline"), 4096, true)
+                                  : std::nullopt;
+    if (command_line) {
+      std::string_view args = *command_line;
       while (!args.empty() && args.back() == '\0') args.remove_suffix(1);
       info.cmdline.assign(args);
       std::replace(info.cmdline.begin(), info.cmdline.end(), '\0', ' ');
@@ -406,14 +414,14 @@ class InUseScanner {
     struct stat owner {};
     if (::fstatat(proc_fd, path.dir(), &owner, 0) == 0 && owner.st_uid != 0) {
       info.uid = owner.st_uid;
-      if (auto text = scratch.text.read(proc_fd, path.at("comm"), 256)) {
+      if (auto text = scratch.text.read(proc_fd, path.at("comm"), 256, true)) {
         std::string_view comm = *text;
         while (!comm.empty() && comm.back() == '\n') comm.remove_suffix(1);
         info.command.assign(comm);
       }
       return;
     }
-    if (auto text = scratch.text.read(proc_fd, path.at("status"), 8192)) {
+    if (auto text = scratch.text.read(proc_fd, path.at("status"), 8192, true)) {
       if (auto status = parse_proc_status(*text)) {
         info.uid = status->uid;
         info.command = std::move(status->name);
