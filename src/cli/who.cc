@@ -56,7 +56,7 @@ std::string how_text(const Holder& holder) {
 }
 
 void print_text(const InUseIndex& index, const std::vector<PathHolders>& results,
-                const TextStyle& style) {
+                const TextStyle& style, bool as_root) {
   for (const PathHolders& result : results) {
     std::vector<int> pids;
     for (const Holder* holder : result.holders) pids.push_back(holder->pid);
@@ -92,9 +92,8 @@ void print_text(const InUseIndex& index, const std::vector<PathHolders>& results
     }
     if (pids.size() > 10) listed += ",...";
     std::cout << fmt::format(
-        "note: {} process{} could not be inspected (permission denied: pid {}): run as root to see "
-        "all\n",
-        pids.size(), pids.size() == 1 ? "" : "es", listed);
+        "note: {} process{} could not be inspected (permission denied: pid {}){}\n", pids.size(),
+        pids.size() == 1 ? "" : "es", listed, as_root ? "" : ": run as root to see all");
   }
   if (index.hidepid()) std::cout << "note: /proc has hidepid: other users' processes are hidden\n";
 }
@@ -150,7 +149,7 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
       out["hidepid"] = index->hidepid();
       std::cout << out.dump(2) << "\n";
     } else {
-      print_text(*index, results, stdout_style(globals));
+      print_text(*index, results, stdout_style(globals), context.syscalls->effective_uid() == 0);
     }
     return any ? static_cast<int>(kExitOk) : static_cast<int>(kExitFindings);
   };

@@ -55,10 +55,16 @@ std::string blindness(const Context& context, const std::vector<int>& blocking, 
                       uid_t euid) {
   if (!blocking.empty()) {
     return fmt::format(
-        "could not inspect pid {}: permission denied on their fds and maps, so a file they use "
-        "would look unused. Run as root, or if you are sure {} nothing in /dev/shm or the temp "
-        "dir, vouch for {}: --ignore-unreadable {}",
-        describe_pids(context, blocking), blocking.size() == 1 ? "it uses" : "they use",
+        "could not inspect pid {}: permission denied on {} fds and maps, so a file {} would "
+        "look unused. {}, or if you are sure {} nothing in /dev/shm or the temp dir, vouch for "
+        "{}: --ignore-unreadable {}",
+        describe_pids(context, blocking), blocking.size() == 1 ? "its" : "their",
+        blocking.size() == 1 ? "it uses" : "they use",
+        euid == 0 ? fmt::format("Root cannot read {} here either (a sandbox or another user "
+                                "namespace): run headroom where it can",
+                                blocking.size() == 1 ? "it" : "them")
+                  : std::string("Run as root"),
+        blocking.size() == 1 ? "it uses" : "they use",
         blocking.size() == 1 ? "it" : "them", pid_csv(blocking));
   }
   if (hidepid && euid != 0) {
