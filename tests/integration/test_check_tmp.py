@@ -12,6 +12,20 @@ import pytest
 
 from conftest import evidence, finding, have_torch, in_namespace
 
+# The checkout (and with it $SCRATCH and $HEADROOM) may itself live under /tmp
+# or /var/tmp, as a CI clone does: bind both onto a private tmpfs at /mnt first,
+# so the mounts over /tmp and /var/tmp below do not hide them.
+KEEP_CHECKOUT = """
+mount -t tmpfs -o size=1m tmpfs /mnt
+mkdir /mnt/scratch /mnt/bin
+mount --bind "$SCRATCH" /mnt/scratch
+mount --bind "$(dirname "$HEADROOM")" /mnt/bin
+SCRATCH=/mnt/scratch
+HEADROOM="/mnt/bin/$(basename "$HEADROOM")"
+"""
+
+NS_SCRATCH = "/mnt/scratch"  # $SCRATCH as the script (and headroom) sees it
+
 # A full /tmp: an 8 MiB tmpfs filled to the last block, and no TMPDIR/TEMP/TMP.
 FULL_TMP = """
 unset TMPDIR TEMP TMP
@@ -60,7 +74,7 @@ def read_report(scratch) -> dict:
 
 def run_check_then_job(scratch, setup: str, with_job: bool):
     (scratch / "job.py").write_text(JOB)
-    script = setup + """
+    script = KEEP_CHECKOUT + setup + """
 rc=0; "$HEADROOM" check --json --only tmp > "$SCRATCH/report.json" || rc=$?
 echo $rc > "$SCRATCH/check.rc"
 """
@@ -94,7 +108,7 @@ cd "$SCRATCH"
 
 def test_no_usable_temp_dir_is_critical_and_exits_1(headroom, scratch):
     report, rc = run_check_then_job(scratch, FULL_TMP + NO_FALLBACK, with_job=False)
-    cwd = str(scratch / "cwd")
+    cwd = f"{NS_SCRATCH}/cwd"
     for finding_id in ("tmp.space", "tmp.socket"):
         item = finding(report, finding_id)
         assert item["severity"] == "critical", item
@@ -119,7 +133,7 @@ cd "$SCRATCH"
     space = finding(report, "tmp.space")
     assert space["severity"] == "warn"
     assert space["subject"] == "/tmp"
-    assert f"TMPDIR={scratch}/pinned is not usable (Read-only file system" in space["summary"]
+    assert f"TMPDIR={NS_SCRATCH}/pinned is not usable (Read-only file system" in space["summary"]
 
 
 @pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch is not installed")
