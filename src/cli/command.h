@@ -26,6 +26,7 @@ struct Globals {
   bool no_color = false;
   bool verbose = false;
   std::string root = "/";  ///< hidden --root: read /proc, /sys, /dev from a fixture tree
+  char** argv = nullptr;   ///< the program's own argv (watch re-executes it as headroom-watch)
 };
 
 /// One subcommand: adds its options to `app` and returns the action that runs it.

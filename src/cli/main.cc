@@ -1,13 +1,36 @@
 // headroom: parses argv, picks the subcommand from the table, returns its exit code.
 
-#include <algorithm>
-#include <array>
-#include <iostream>
+#include <sys/auxv.h>
+#include <unistd.h>
 
-#include "cli/command.h"
+#include <array>
+#include <filesystem>
+
+#include "cli/app.h"
 
 namespace headroom::cli {
 namespace {
+
+/// `headroom watch` becomes headroom-watch, the same command built alone, when
+/// that binary sits next to this one (as the build and `cmake --install` put
+/// it): a daemon that runs for weeks then maps only the watch code, not every
+/// command's (1.3 MiB less resident, see bench/RESULTS-watch.md). The same
+/// argv is passed on, so ps still shows "headroom watch ...". Without the
+/// sibling, watch runs in this process.
+std::function<int()> setup_watch_or_exec(CLI::App& app, const Globals& globals) {
+  std::function<int()> in_process = setup_watch(app, globals);
+  return [in_process, &globals] {
+    const auto* executable = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
+    std::error_code error;
+    const std::filesystem::path self =
+        executable != nullptr ? std::filesystem::canonical(executable, error) : "";
+    if (!self.empty() && !error && globals.argv != nullptr) {
+      const std::filesystem::path lean = self.parent_path() / "headroom-watch";
+      ::execv(lean.c_str(), globals.argv);  // returns only when it cannot run
+    }
+    return in_process();
+  };
+}
 
 constexpr std::array kCommands = {
     Command{"check", "preflight: find every host resource that would kill a training job",
@@ -23,65 +46,12 @@ constexpr std::array kCommands = {
     Command{"prune", "checkpoint retention: keep the last/best/every-K, delete the rest (dry run unless --yes)",
             setup_prune},
     Command{"watch", "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics",
-            setup_watch},
+            setup_watch_or_exec},
     Command{"explain", "read a failed job's log: name the root cause, with evidence and the fix",
             setup_explain},
 };
 
-int main_impl(int argc, char** argv) {
-  CLI::App app{"headroom: find and fix the host resources that kill training jobs", "headroom"};
-  app.set_version_flag("--version", std::string("headroom ") + HEADROOM_VERSION);
-  app.require_subcommand(1);
-  app.fallthrough();
-  Globals globals;
-  app.add_flag("--json", globals.json, "print one JSON document (schema: docs/json.md)");
-  app.add_flag("--no-color", globals.no_color, "no colour even on a terminal (also: NO_COLOR=1)");
-  app.add_flag("-v,--verbose", globals.verbose, "more detail");
-  app.add_option("--root", globals.root, "read /proc, /sys and /dev under this prefix (testing)")
-      ->group("");  // hidden
-
-  std::vector<std::function<int()>> actions;
-  std::vector<CLI::App*> subcommands;
-  for (const Command& command : kCommands) {
-    CLI::App* sub = app.add_subcommand(std::string(command.name), std::string(command.help));
-    subcommands.push_back(sub);
-    actions.push_back(command.setup(*sub, globals));
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForVersion& version) {
-    return app.exit(version);
-  } catch (const CLI::ParseError& error) {
-    // CLI11 reports an unknown subcommand as "A subcommand is required"; name it.
-    std::string_view first = argc > 1 ? argv[1] : "";
-    const bool known = std::any_of(kCommands.begin(), kCommands.end(),
-                                   [&](const Command& command) { return command.name == first; });
-    if (!first.empty() && first.front() != '-' && !known) {
-      std::cerr << "headroom: unknown command '" << first << "'\n";
-    } else {
-      std::cerr << "headroom: " << error.what() << "\n";
-    }
-    std::cerr << "Run 'headroom --help' or 'headroom <command> --help' for usage.\n";
-    return kExitUsage;
-  }
-  for (std::size_t i = 0; i < subcommands.size(); ++i) {
-    if (subcommands[i]->parsed()) return actions[i]();
-  }
-  return kExitUsage;
-}
-
 }  // namespace
 }  // namespace headroom::cli
 
-int main(int argc, char** argv) {
-  try {
-    return headroom::cli::main_impl(argc, argv);
-  } catch (const std::exception& error) {
-    std::cerr << "headroom: internal error: " << error.what() << "\n";
-    return headroom::cli::kExitUsage;
-  }
-}
+int main(int argc, char** argv) { return headroom::cli::run_app(argc, argv, headroom::cli::kCommands); }

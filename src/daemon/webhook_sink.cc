@@ -4,14 +4,12 @@
 // timeout; a failure (connection refused, timeout, non-2xx) is retried with
 // exponential backoff, all on the sink's own thread.
 
-#include <curl/curl.h>
-
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/alerts/watch_json.h"
+#include "daemon/curl_api.h"
 #include "daemon/sink_factories.h"
 
 namespace headroom::daemon {
@@ -42,8 +40,8 @@ std::size_t discard_body(char*, std::size_t size, std::size_t count, void*) { re
 
 class WebhookSink final : public AlertSink {
  public:
-  WebhookSink(SinkKind kind, std::string url, DeliveryOptions delivery)
-      : kind_(kind), url_(std::move(url)), delivery_(delivery) {}
+  WebhookSink(const CurlApi& curl, SinkKind kind, std::string url, DeliveryOptions delivery)
+      : curl_(curl), kind_(kind), url_(std::move(url)), delivery_(delivery) {}
 
   std::string describe() const override {
     return fmt::format("{} {}", to_string(kind_), url_);
@@ -73,29 +71,29 @@ class WebhookSink final : public AlertSink {
 
  private:
   Result<void> post(const std::string& body, const std::atomic<bool>& cancel) const {
-    CURL* curl = curl_easy_init();
+    CURL* curl = curl_.easy_init();
     if (curl == nullptr) return fail(Error::invalid("curl_easy_init failed"));
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);
+    curl_slist* headers = curl_.slist_append(nullptr, "Content-Type: application/json");
+    curl_.easy_setopt(curl, CURLOPT_URL, url_.c_str());
+    curl_.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_.easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_.easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
+    curl_.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
+    curl_.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl_.easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+    curl_.easy_setopt(curl, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);
     // Progress callback: aborts the transfer when the worker is cancelled.
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(&cancel));
-    const CURLcode code = curl_easy_perform(curl);
+    curl_.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
+    curl_.easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(&cancel));
+    const CURLcode code = curl_.easy_perform(curl);
     long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
+    curl_.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_.slist_free_all(headers);
+    curl_.easy_cleanup(curl);
     if (code != CURLE_OK) {
-      return fail(Error{Error::Code::kIo, fmt::format("{}: {}", url_, curl_easy_strerror(code))});
+      return fail(Error{Error::Code::kIo, fmt::format("{}: {}", url_, curl_.easy_strerror(code))});
     }
     if (status < 200 || status >= 300) {
       return fail(Error{Error::Code::kIo, fmt::format("{}: HTTP {}", url_, status)});
@@ -103,6 +101,7 @@ class WebhookSink final : public AlertSink {
     return {};
   }
 
+  const CurlApi& curl_;
   SinkKind kind_;
   std::string url_;
   DeliveryOptions delivery_;
@@ -112,9 +111,9 @@ class WebhookSink final : public AlertSink {
 
 Result<std::unique_ptr<AlertSink>> make_webhook_sink(SinkKind kind, std::string url,
                                                      const DeliveryOptions& delivery) {
-  static std::once_flag initialized;
-  std::call_once(initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return std::make_unique<WebhookSink>(kind, std::move(url), delivery);
+  auto curl = load_curl();
+  if (!curl) return fail(curl.error());
+  return std::make_unique<WebhookSink>(**curl, kind, std::move(url), delivery);
 }
 
 }  // namespace headroom::daemon

@@ -1,0 +1,70 @@
+// The shared program body of headroom and headroom-watch (see app.h).
+
+#include "cli/app.h"
+
+#include <algorithm>
+#include <iostream>
+
+namespace headroom::cli {
+
+namespace {
+
+int run_parsed(int argc, char** argv, std::span<const Command> commands) {
+  CLI::App app{"headroom: find and fix the host resources that kill training jobs", "headroom"};
+  app.set_version_flag("--version", std::string("headroom ") + HEADROOM_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  Globals globals;
+  globals.argv = argv;
+  app.add_flag("--json", globals.json, "print one JSON document (schema: docs/json.md)");
+  app.add_flag("--no-color", globals.no_color, "no colour even on a terminal (also: NO_COLOR=1)");
+  app.add_flag("-v,--verbose", globals.verbose, "more detail");
+  app.add_option("--root", globals.root, "read /proc, /sys and /dev under this prefix (testing)")
+      ->group("");  // hidden
+
+  std::vector<std::function<int()>> actions;
+  std::vector<CLI::App*> subcommands;
+  for (const Command& command : commands) {
+    CLI::App* sub = app.add_subcommand(std::string(command.name), std::string(command.help));
+    subcommands.push_back(sub);
+    actions.push_back(command.setup(*sub, globals));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    // CLI11 reports an unknown subcommand as "A subcommand is required"; name it.
+    std::string_view first = argc > 1 ? argv[1] : "";
+    const bool known = std::any_of(commands.begin(), commands.end(),
+                                   [&](const Command& command) { return command.name == first; });
+    if (!first.empty() && first.front() != '-' && !known) {
+      std::cerr << "headroom: unknown command '" << first << "'\n";
+    } else {
+      std::cerr << "headroom: " << error.what() << "\n";
+    }
+    std::cerr << "Run 'headroom --help' or 'headroom <command> --help' for usage.\n";
+    return kExitUsage;
+  }
+  for (std::size_t i = 0; i < subcommands.size(); ++i) {
+    if (subcommands[i]->parsed()) return actions[i]();
+  }
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run_app(int argc, char** argv, std::span<const Command> commands) {
+  try {
+    return run_parsed(argc, argv, commands);
+  } catch (const std::exception& error) {
+    std::cerr << "headroom: internal error: " << error.what() << "\n";
+    return kExitUsage;
+  }
+}
+
+}  // namespace headroom::cli

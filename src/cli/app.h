@@ -1,0 +1,15 @@
+#pragma once
+// The program around a subcommand table: global flags, parsing, usage errors
+// and the exit code. Shared by `headroom` (every command) and `headroom-watch`
+// (the watch daemon alone, see watch_main.cc).
+
+#include <span>
+
+#include "cli/command.h"
+
+namespace headroom::cli {
+
+/// Parses argv against `commands`, runs the chosen one and returns its exit code.
+int run_app(int argc, char** argv, std::span<const Command> commands);
+
+}  // namespace headroom::cli
