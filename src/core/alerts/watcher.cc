@@ -9,7 +9,7 @@ Watcher::Watcher(Context context, WatchOptions options)
       engine_(options_.alerts) {}
 
 Result<WatchStep> Watcher::step() {
-  return take_sample(context_, options_.sample).map([this](Sample sample) {
+  return take_sample(context_, options_.sample, &memo_).map([this](Sample sample) {
     return feed(std::move(sample));
   });
 }

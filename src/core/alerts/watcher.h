@@ -47,6 +47,7 @@ class Watcher {
   WatchOptions options_;
   History history_;
   AlertEngine engine_;
+  SampleMemo memo_;  ///< spares repeated /proc scans between samples
 };
 
 }  // namespace headroom

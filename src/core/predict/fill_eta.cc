@@ -73,6 +73,15 @@ FillEstimate fill_eta(std::span<const SeriesPoint> points, const FillOptions& op
   if (used.empty()) return estimate;
   estimate.span_seconds = used.back().seconds - used.front().seconds;
   if (used.size() < std::max<std::size_t>(options.min_samples, 2)) return estimate;
+  // The common case of a disk nobody writes: every slope would be 0.
+  const bool flat = std::all_of(used.begin(), used.end(), [&](const SeriesPoint& point) {
+    return point.remaining == used.front().remaining;
+  });
+  if (flat) {
+    estimate.rate = 0.0;
+    estimate.agreement = 0.0;
+    return estimate;
+  }
   PairSlopes pairs = pairwise_slopes(used);
   if (pairs.slopes.empty()) return estimate;
   const std::size_t moving = pairs.negative + pairs.positive;

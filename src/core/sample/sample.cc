@@ -57,7 +57,8 @@ std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(
   return paths;
 }
 
-Result<Sample> take_sample(const Context& context, const SampleOptions& options) {
+Result<Sample> take_sample(const Context& context, const SampleOptions& options,
+                           SampleMemo* memo) {
   if (context.syscalls == nullptr) return fail(Error::invalid("context has no syscalls"));
   Sample sample;
   sample.time = context.syscalls->now();
@@ -68,7 +69,7 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options)
   sample_cgroup(context, sample);
   sample_vmstat(context, sample);
   sample_fds(context, sample);
-  if (options.shm && options.shm_stale) sample_shm_stale(context, options, sample);
+  if (options.shm && options.shm_stale) sample_shm_stale(context, options, memo, sample);
   return sample;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/inuse/inuse_index.h"
 
 namespace headroom {
 
@@ -113,11 +114,31 @@ struct SampleOptions {
   /// in tight loops. A file counts as stale only when older than this.
   bool shm_stale = true;
   std::chrono::seconds shm_stale_min_age{60};
+  /// With a SampleMemo, the /proc scan reruns only when a candidate file is
+  /// new or has grown, or when the last scan is older than this.
+  std::chrono::seconds shm_stale_rescan{60};
+};
+
+/// What one sample leaves for the next so that a long watch stays cheap: the
+/// verdicts of the last stale-/dev/shm scan (a walk of every process's fds and
+/// maps, ~10 ms on a quiet host and far more on a busy one). A file unheld and
+/// a minute old seldom gets a holder again; a rescan every shm_stale_rescan
+/// bounds how long such a change goes unseen.
+struct SampleMemo {
+  struct ShmFile {
+    FileId id;
+    std::uint64_t bytes = 0;
+    bool stale = false;
+  };
+  std::vector<ShmFile> shm_files;  ///< the candidates of the last scan, sorted by id
+  std::optional<std::chrono::steady_clock::time_point> shm_scanned;
 };
 
 /// Takes one sample. Fails only for invalid options; every probe failure is
 /// recorded in Sample::probes and leaves its fields empty.
-[[nodiscard]] Result<Sample> take_sample(const Context& context, const SampleOptions& options);
+/// A memo (kept by the caller between samples) lets probes reuse earlier work.
+[[nodiscard]] Result<Sample> take_sample(const Context& context, const SampleOptions& options,
+                                         SampleMemo* memo = nullptr);
 
 /// The paths watched, in order, with their roles: dirs, then the temp dir, then /dev/shm,
 /// duplicates (same path) dropped.

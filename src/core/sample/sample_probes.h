@@ -24,8 +24,10 @@ void sample_cgroup(const Context& context, Sample& sample);
 void sample_vmstat(const Context& context, Sample& sample);
 /// Entries of /proc/<pid>/fd against RLIMIT_NOFILE ("fds").
 void sample_fds(const Context& context, Sample& sample);
-/// Bytes of /dev/shm files nobody holds ("shm_stale").
-void sample_shm_stale(const Context& context, const SampleOptions& options, Sample& sample);
+/// Bytes of /dev/shm files nobody holds ("shm_stale"); `memo` (may be null)
+/// spares the /proc scan while the candidate files are unchanged.
+void sample_shm_stale(const Context& context, const SampleOptions& options, SampleMemo* memo,
+                      Sample& sample);
 
 /// Runs `body` (returning Result<void>) as probe `name`: times it and records the status.
 template <typename Body>
