@@ -19,6 +19,7 @@ namespace headroom {
 struct SeriesPoint {
   double seconds = 0;
   double remaining = 0;
+  bool operator==(const SeriesPoint&) const = default;
 };
 
 /// Tuning of the estimate; the defaults are what `watch` uses.

@@ -62,9 +62,19 @@ void History::add(const Sample& sample) {
 
 Predictions History::predict() const {
   Predictions predictions;
+  // Watched paths on one filesystem (a checkpoint dir and /tmp on /) usually
+  // carry the same points: estimate those once.
+  std::map<std::string, std::pair<const Series*, FillEstimate>, std::less<>> by_device;
   for (const auto& [key, series] : series_) {
-    const std::vector<SeriesPoint> points(series.points.begin(), series.points.end());
-    FillEstimate estimate = fill_eta(points, fill_);
+    FillEstimate estimate;
+    const auto same = series.device.empty() ? by_device.end() : by_device.find(series.device);
+    if (same != by_device.end() && same->second.first->points == series.points) {
+      estimate = same->second.second;
+    } else {
+      const std::vector<SeriesPoint> points(series.points.begin(), series.points.end());
+      estimate = fill_eta(points, fill_);
+      if (!series.device.empty()) by_device.insert_or_assign(series.device, std::pair{&series, estimate});
+    }
     if (key == kMemoryKey) {
       predictions.memory = estimate;
     } else {

@@ -197,17 +197,22 @@ std::optional<std::uint64_t> MemoryCgroup::headroom_bytes() const {
   return *effective_limit_bytes > usage_bytes ? *effective_limit_bytes - usage_bytes : 0;
 }
 
-Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view pid) {
+Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view pid,
+                                        const std::vector<MountEntry>* mounts) {
   const SysRoot& root = context.root;
   const std::string process(pid);
   auto cgroup_text = root.read(root.proc(process + "/cgroup"), 64 * 1024);
   if (!cgroup_text) return fail(cgroup_text.error());
   auto memberships = parse_proc_cgroup(*cgroup_text);
   if (!memberships) return fail(memberships.error());
-  auto mountinfo_text = root.read(root.proc(process + "/mountinfo"), 4 << 20);
-  if (!mountinfo_text) return fail(mountinfo_text.error());
-  auto mounts = parse_mountinfo(*mountinfo_text);
-  if (!mounts) return fail(mounts.error());
+  Result<std::vector<MountEntry>> own_mounts = std::vector<MountEntry>{};
+  if (mounts == nullptr) {
+    auto mountinfo_text = root.read(root.proc(process + "/mountinfo"), 4 << 20);
+    if (!mountinfo_text) return fail(mountinfo_text.error());
+    own_mounts = parse_mountinfo(*mountinfo_text);
+    if (!own_mounts) return fail(own_mounts.error());
+    mounts = &*own_mounts;
+  }
   auto located = locate(*memberships, *mounts);
   if (!located) return fail(located.error());
 

@@ -26,6 +26,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/probes/mountinfo.h"
 
 namespace headroom {
 
@@ -76,7 +77,10 @@ struct MemoryCgroup {
 /// Finds and reads the memory cgroup of `pid` ("self", "1", "1234"): the v1
 /// memory hierarchy when one is mounted, else the v2 unified one. kNotFound
 /// when the process is in no memory cgroup or its hierarchy is not mounted.
-[[nodiscard]] Result<MemoryCgroup> read_memory_cgroup(const Context& context,
-                                                      std::string_view pid = "self");
+/// `mounts`: the process's mount table when the caller has it already
+/// (a watch sample); read from /proc/<pid>/mountinfo when null.
+[[nodiscard]] Result<MemoryCgroup> read_memory_cgroup(
+    const Context& context, std::string_view pid = "self",
+    const std::vector<MountEntry>* mounts = nullptr);
 
 }  // namespace headroom

@@ -48,13 +48,12 @@ FilesystemSample sample_path(const Context& context, const std::vector<MountEntr
 
 void sample_filesystems(const Context& context,
                         const std::vector<std::pair<std::filesystem::path, FsRole>>& paths,
-                        Sample& sample) {
+                        const Result<const std::vector<MountEntry>*>& mounts, Sample& sample) {
   run_probe(context, sample, "filesystem", [&]() -> Result<void> {
-    const auto mounts = read_mountinfo(context);
     std::size_t failed = 0;
     std::string first_error;
     for (const auto& [path, role] : paths) {
-      FilesystemSample filesystem = sample_path(context, mounts ? &*mounts : nullptr, path, role);
+      FilesystemSample filesystem = sample_path(context, mounts ? *mounts : nullptr, path, role);
       if (!filesystem.ok && failed++ == 0) first_error = filesystem.error;
       sample.filesystems.push_back(std::move(filesystem));
     }

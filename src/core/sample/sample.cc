@@ -63,10 +63,13 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
   Sample sample;
   sample.time = context.syscalls->now();
   sample.monotonic = context.syscalls->monotonic();
-  sample_filesystems(context, watched_paths(context, options), sample);
+  // One mount table serves the filesystem and cgroup probes.
+  MountTable own_mounts;
+  const auto mounts = (memo != nullptr ? memo->mounts : own_mounts).current(context);
+  sample_filesystems(context, watched_paths(context, options), mounts, sample);
   sample_memory(context, sample);
   sample_pressure(context, sample);
-  sample_cgroup(context, sample);
+  sample_cgroup(context, mounts ? *mounts : nullptr, sample);
   sample_vmstat(context, sample);
   sample_fds(context, sample);
   if (options.shm && options.shm_stale) sample_shm_stale(context, options, memo, sample);

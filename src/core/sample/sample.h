@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/probes/mount_table.h"
 
 namespace headroom {
 
@@ -120,11 +121,13 @@ struct SampleOptions {
 };
 
 /// What one sample leaves for the next so that a long watch stays cheap: the
-/// verdicts of the last stale-/dev/shm scan (a walk of every process's fds and
-/// maps, ~10 ms on a quiet host and far more on a busy one). A file unheld and
-/// a minute old seldom gets a holder again; a rescan every shm_stale_rescan
-/// bounds how long such a change goes unseen.
+/// mount table (re-read only after a mount or unmount), and the verdicts of
+/// the last stale-/dev/shm scan (a walk of every process's fds and maps, ~10 ms
+/// on a quiet host and far more on a busy one). A file unheld and a minute old
+/// seldom gets a holder again; a rescan every shm_stale_rescan bounds how long
+/// such a change goes unseen.
 struct SampleMemo {
+  MountTable mounts;
   struct ShmFile {
     FileId id;
     std::uint64_t bytes = 0;

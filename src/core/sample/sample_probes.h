@@ -10,16 +10,17 @@
 
 namespace headroom {
 
-/// statvfs + mountinfo of every watched path ("filesystem" probe).
+/// statvfs + the mount of every watched path ("filesystem" probe).
 void sample_filesystems(const Context& context,
                         const std::vector<std::pair<std::filesystem::path, FsRole>>& paths,
-                        Sample& sample);
+                        const Result<const std::vector<MountEntry>*>& mounts, Sample& sample);
 /// /proc/meminfo ("meminfo").
 void sample_memory(const Context& context, Sample& sample);
 /// /proc/pressure/memory ("pressure"); a kernel without PSI is a failed probe.
 void sample_pressure(const Context& context, Sample& sample);
 /// The memory cgroup of the context's process ("cgroup").
-void sample_cgroup(const Context& context, Sample& sample);
+/// `mounts`: the sample's mount table, or null to read it.
+void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample);
 /// /proc/vmstat oom_kill ("vmstat").
 void sample_vmstat(const Context& context, Sample& sample);
 /// Entries of /proc/<pid>/fd against RLIMIT_NOFILE ("fds").

@@ -56,5 +56,37 @@ TEST(History, AVanishedPathForgetsItsTrend) {
   EXPECT_EQ(history.predict().filesystem("/ckpt"), nullptr);
 }
 
+TEST(History, PathsOnOneFilesystemShareAnEstimateOnlyWhileTheirPointsAgree) {
+  History history(std::chrono::minutes(1));
+  for (int i = 0; i < 10; ++i) {
+    Sample sample = sample_at(i, 10000 - 100 * i);
+    FilesystemSample tmp = sample.filesystems[0];
+    tmp.path = "/tmp";
+    // Same device; /tmp's statvfs is a moment later, after one more write at the end.
+    if (i == 9) tmp.avail_bytes -= 50;
+    sample.filesystems.push_back(tmp);
+    history.add(sample);
+  }
+  const Predictions predictions = history.predict();
+  const FillEstimate* ckpt = predictions.filesystem("/ckpt");
+  const FillEstimate* tmp = predictions.filesystem("/tmp");
+  ASSERT_NE(ckpt, nullptr);
+  ASSERT_NE(tmp, nullptr);
+  EXPECT_NEAR(*ckpt->eta_seconds, 9100.0 / 100, 1e-6);
+  // Not the /ckpt estimate copied: its own points, its own (sooner) ETA.
+  EXPECT_LT(*tmp->eta_seconds, *ckpt->eta_seconds);
+
+  History same(std::chrono::minutes(1));
+  for (int i = 0; i < 10; ++i) {
+    Sample sample = sample_at(i, 10000 - 100 * i);
+    sample.filesystems.push_back(sample.filesystems[0]);
+    sample.filesystems[1].path = "/tmp";
+    same.add(sample);
+  }
+  const Predictions shared = same.predict();
+  EXPECT_DOUBLE_EQ(*shared.filesystem("/tmp")->eta_seconds,
+                   *shared.filesystem("/ckpt")->eta_seconds);
+}
+
 }  // namespace
 }  // namespace headroom
