@@ -33,6 +33,9 @@ class SignalWatcher {
   }
   ~SignalWatcher() {
     done_ = true;
+    // The thread sleeps in sigwaitinfo without a timeout (no idle wakeups);
+    // a signal of its set aimed at it ends the wait.
+    pthread_kill(thread_.native_handle(), SIGTERM);
     thread_.join();
     pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
   }
@@ -52,10 +55,9 @@ class SignalWatcher {
 
  private:
   void run() {
-    const timespec tick{0, 100'000'000};
     while (!done_) {
-      const int signal = sigtimedwait(&set_, nullptr, &tick);
-      if (signal <= 0) continue;
+      const int signal = sigwaitinfo(&set_, nullptr);
+      if (signal <= 0 || done_) continue;
       {
         std::lock_guard lock(mutex_);
         (signal == SIGHUP ? reload_ : stop_) = true;
