@@ -115,13 +115,17 @@ std::optional<std::uint64_t> read_number(const Context& context,
   return *value;
 }
 
-// The limit file of one directory: nullopt = unlimited or absent.
-std::optional<std::uint64_t> read_limit(const Context& context, const std::filesystem::path& dir,
-                                        std::string_view name) {
-  const auto text = read_file(context, dir, name);
+// A limit file's text: nullopt = unlimited or absent.
+std::optional<std::uint64_t> limit_of(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
   auto limit = parse_cgroup_limit(*text);
   return limit ? *limit : std::nullopt;
+}
+
+// The limit file of one directory: nullopt = unlimited or absent.
+std::optional<std::uint64_t> read_limit(const Context& context, const std::filesystem::path& dir,
+                                        std::string_view name) {
+  return limit_of(read_file(context, dir, name));
 }
 
 std::optional<std::uint64_t> keyed(const std::optional<std::string>& text, std::string_view key) {
@@ -233,7 +237,7 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
                                   located->directory.string(), usage_file)});
   }
   cgroup.usage_bytes = usage.value_or(0);
-  cgroup.limit_bytes = read_limit(context, cgroup.directory, limit_file);
+  cgroup.limit_bytes = limit_of(limit_text);
   cgroup.peak_bytes =
       read_number(context, cgroup.directory, v1 ? "memory.max_usage_in_bytes" : "memory.peak");
   if (auto stat = read_file(context, cgroup.directory, "memory.stat")) {
