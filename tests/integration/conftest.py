@@ -32,12 +32,19 @@ def have_torch() -> bool:
     return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
+# Every namespace starts with its own empty /dev/shm: a DataLoader worker or
+# NCCL rank killed inside (the point of many tests) leaves its torch_* or
+# nccl-* segment there, not in the host's /dev/shm. Tests mount over it as needed.
+PRIVATE_SHM = "mount -t tmpfs -o mode=1777 headroom-test-shm /dev/shm\n"
+
+
 def in_namespace(script: str, timeout: float = 120, env: dict | None = None,
                  cwd: str | None = None) -> subprocess.CompletedProcess:
     """Runs a bash script in a private mount namespace; mounts vanish with it.
 
-    The script sees $HEADROOM and $PY. Mounts made inside are private, so the
-    host's /dev/shm, /tmp and /var/tmp are never changed.
+    The script sees $HEADROOM and $PY and a private, empty /dev/shm. Mounts
+    made inside are private, so the host's /dev/shm, /tmp and /var/tmp are
+    never changed.
     """
     require_root()
     full_env = dict(os.environ)
@@ -46,7 +53,8 @@ def in_namespace(script: str, timeout: float = 120, env: dict | None = None,
     if env:
         full_env.update(env)
     return subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "bash", "-euo", "pipefail", "-c", script],
+        ["unshare", "-m", "--propagation", "private", "bash", "-euo", "pipefail", "-c",
+         PRIVATE_SHM + script],
         capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HEADROOM, PYTHON, MemoryCgroup, have_torch, in_namespace, require_root
+from conftest import (HEADROOM, PRIVATE_SHM, PYTHON, MemoryCgroup, have_torch, in_namespace,
+                      require_root)
 
 pytestmark = pytest.mark.skipif(not have_torch(), reason="needs Debian's python3-torch")
 
@@ -141,13 +142,22 @@ def test_dataloader_with_64m_shm_is_shm_too_small(headroom, tmp_path):
     assert "shm_too_small" in result.stderr and "DataLoader worker" in result.stderr
 
 
+def private_shm(argv: list) -> list:
+    """argv run in a private mount namespace with its own empty /dev/shm."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            PRIVATE_SHM + 'exec "$@"', "sh", *argv]
+
+
 def test_memory_cgroup_too_small_is_host_oom_naming_the_worker(headroom, tmp_path):
     job = write(tmp_path, "oom.py", OOM_JOB)
     limit = 1 << 30
     with MemoryCgroup(limit) as cgroup:
         # headroom runs inside the job's cgroup, as it would in a container.
-        result = subprocess.run(cgroup.wrap([headroom, "run", "--interval", "200ms", "--report",
-                                             str(tmp_path / "r.json"), "--", PYTHON, str(job)]),
+        # In a private mount namespace with its own /dev/shm: the killed
+        # worker's segments stay out of the host's.
+        result = subprocess.run(cgroup.wrap(private_shm([headroom, "run", "--interval", "200ms",
+                                                         "--report", str(tmp_path / "r.json"),
+                                                         "--", PYTHON, str(job)])),
                                 capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         kills = cgroup.oom_kills()
@@ -182,8 +192,8 @@ def test_torch_save_into_a_full_tmpfs_is_disk_full(headroom, tmp_path, scratch):
 
 def test_low_ulimit_with_file_descriptor_sharing_is_fd_limit(headroom, tmp_path):
     job = write(tmp_path, "fds.py", FD_JOB)
-    result = subprocess.run(["bash", "-c", f'ulimit -n 256 && exec "$0" run --interval 200ms '
-                             f'--report {tmp_path}/r.json -- {PYTHON} {job}', headroom],
+    result = subprocess.run(private_shm(["bash", "-c", f'ulimit -n 256 && exec "$0" run --interval 200ms '
+                                         f'--report {tmp_path}/r.json -- {PYTHON} {job}', headroom]),
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     doc = report(tmp_path / "r.json")
