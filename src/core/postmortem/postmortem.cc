@@ -148,6 +148,21 @@ Postmortem build_postmortem(const PostmortemInput& input) {
     return result;
   }
 
+  // `headroom run -- job | head`: the reader of the output went away and the
+  // job died of SIGPIPE, as it would have without headroom. Not a failure.
+  const bool reader_gone = main_signaled && main_signal == SIGPIPE && ooms.empty() &&
+                           cgroup_kills == 0 && !run.stall &&
+                           (verdict == nullptr || !is_host_cause(verdict->cause));
+  if (reader_gone) {
+    result.stopped = true;
+    result.cause = "stopped";
+    result.confidence = "high";
+    result.process = name_process(input, run.main_pid);
+    result.summary =
+        "the job was stopped by SIGPIPE: the reader of its output went away (e.g. `| head`)";
+    return result;
+  }
+
   if (!ooms.empty() || cgroup_kills > 0) {
     result.cause = "host_oom";
     result.confidence = !ooms.empty() ? "high" : "medium";

@@ -58,7 +58,9 @@ struct NamedExit {
 /// The one answer.
 struct Postmortem {
   bool needed = false;   ///< the job ended badly: report it
-  bool stopped = false;  ///< ended by a signal sent to headroom and forwarded: no diagnosis
+  /// Ended by a signal sent to headroom and forwarded, or by SIGPIPE when the
+  /// reader of its output went away: no diagnosis.
+  bool stopped = false;
   std::string cause;     ///< explain's names; "unknown" when nothing explains it
   std::string confidence;  ///< "high", "medium", "low"
   bool host_cause = false;
