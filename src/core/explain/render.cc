@@ -27,6 +27,7 @@ std::string_view describe(std::string_view cause) {
   if (cause == "io_error") return "the storage under a file failed (I/O errors: disk, NFS, FUSE)";
   if (cause == "inotify_limit") return "a file watcher hit the inotify limits (not a full disk or the open-files limit)";
   if (cause == "memlock_limit") return "the locked-memory limit (ulimit -l) is too low for InfiniBand/RDMA";
+  if (cause == "port_in_use") return "a port the job listens on is held by another process (a leftover run?)";
   if (cause == "gpu_oom") return "the GPU ran out of its own memory (not a host problem)";
   if (cause == "dataset_code") return "an exception in the dataset code (not a host problem)";
   if (cause == "nccl_network") return "a collective timed out or a peer connection broke (network, or another rank died first)";
