@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/inuse/inuse_index.h"
+#include "core/unique_fd.h"
 #include "core/walk/dirents.h"
 
 namespace headroom {
@@ -17,22 +18,14 @@ namespace {
 
 constexpr int kDirectoryFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-/// Closes an fd on scope exit.
-struct FdCloser {
-  int fd = -1;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 /// Reads a small regular file relative to `dir_fd` without following a symlink.
 std::optional<std::string> read_small_at(int dir_fd, const std::string& name, std::size_t limit) {
-  const FdCloser file{::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
-  if (file.fd < 0) return std::nullopt;
+  const UniqueFd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!file.ok()) return std::nullopt;
   std::string text;
   char buffer[8192];
   for (;;) {
-    const ssize_t got = ::read(file.fd, buffer, sizeof buffer);
+    const ssize_t got = ::read(file.get(), buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     text.append(buffer, static_cast<std::size_t>(got));
@@ -170,9 +163,9 @@ void mark_named(int dir_fd, const std::filesystem::path& dir,
   for (std::size_t i = 0; i < checkpoints.size(); ++i) {
     const std::string name = checkpoints[i].name;
     if (!checkpoints[i].directory) continue;
-    const FdCloser sub{::openat(dir_fd, name.c_str(), kDirectoryFlags)};
-    if (sub.fd < 0) continue;
-    const auto text = read_small_at(sub.fd, "trainer_state.json", std::size_t{64} << 20);
+    const UniqueFd sub(::openat(dir_fd, name.c_str(), kDirectoryFlags));
+    if (!sub.ok()) continue;
+    const auto text = read_small_at(sub.get(), "trainer_state.json", std::size_t{64} << 20);
     if (!text) continue;
     const auto state = nlohmann::json::parse(*text, nullptr, false);
     if (state.is_discarded() || !state.is_object()) continue;
@@ -189,18 +182,18 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
                                         const CheckpointScanOptions& options) {
   CheckpointScan scan;
   scan.dir = options.dir;
-  const FdCloser dir{::open(options.dir.c_str(), kDirectoryFlags)};
-  if (dir.fd < 0) return fail(Error::from_errno(errno, options.dir.string()));
-  if (const int error = walk::stat_at(dir.fd, "", scan.dir_stat); error != 0) {
+  const UniqueFd dir(::open(options.dir.c_str(), kDirectoryFlags));
+  if (!dir.ok()) return fail(Error::from_errno(errno, options.dir.string()));
+  if (const int error = walk::stat_at(dir.get(), "", scan.dir_stat); error != 0) {
     return fail(Error::from_errno(error, options.dir.string()));
   }
   std::vector<std::pair<std::string, walk::FileStat>> others;
   char buffer[walk::kDirentBufferSize];
   const int error = walk::for_each_dirent(
-      dir.fd, buffer, sizeof buffer, [&](std::string_view name, unsigned char) {
+      dir.get(), buffer, sizeof buffer, [&](std::string_view name, unsigned char) {
         Checkpoint checkpoint;
         checkpoint.name = name;
-        if (walk::stat_at(dir.fd, checkpoint.name.c_str(), checkpoint.stat) != 0) return;
+        if (walk::stat_at(dir.get(), checkpoint.name.c_str(), checkpoint.stat) != 0) return;
         const walk::FileStat& stat = checkpoint.stat;
         const bool directory = stat.kind == walk::FileKind::kDirectory;
         const bool candidate =
@@ -250,7 +243,7 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
                            again->newest_mtime_ns != checkpoint.tally.newest_mtime_ns;
     }
   }
-  mark_named(dir.fd, options.dir, others, scan.checkpoints);
+  mark_named(dir.get(), options.dir, others, scan.checkpoints);
   return scan;
 }
 
