@@ -1,6 +1,6 @@
 # The README's commands. `make run` sets up everything and runs `headroom check`
 # on this host; `make test` sets up everything and runs every test suite.
-.PHONY: deps build run test unit integration pytest promtool asan bench format clean
+.PHONY: deps build run install test unit integration pytest promtool asan bench format clean
 
 JOBS ?= $(shell nproc)
 BUILD := build/dev
@@ -21,6 +21,12 @@ build: deps
 
 run: build
 	$(HEADROOM) check
+
+# headroom and headroom-watch (the watch daemon alone, which `headroom watch`
+# runs) into $(PREFIX)/bin, where deploy/systemd expects them.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
