@@ -1,10 +1,12 @@
 #include "daemon/config.h"
 
+#include <charconv>
 #include <csignal>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "core/supervise/signal_names.h"
 #include "core/units.h"
 
 namespace headroom::daemon {
@@ -51,6 +53,15 @@ class Reader {
     if (const auto* value = node.as_floating_point()) return value->get();
     if (const auto* value = node.as_integer()) return static_cast<double>(value->get());
     return fail(error(node, key, "expected a number"));
+  }
+  /// A percentage: out of [0, 100] is an error on its own line (the rules'
+  /// cross-checks, such as critical >= warn, come after the whole file).
+  [[nodiscard]] Result<double> percent(const toml::node& node, std::string_view key) const {
+    auto value = number(node, key);
+    if (value && (*value < 0 || *value > 100)) {
+      return fail(error(node, key, "must be between 0 and 100"));
+    }
+    return value;
   }
   [[nodiscard]] Result<bool> boolean(const toml::node& node, std::string_view key) const {
     if (const auto* value = node.as_boolean()) return value->get();
@@ -110,22 +121,25 @@ Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertC
     const auto set_number = [&](double& target) {
       return reader.number(node, key).map([&](double value) { target = value; });
     };
+    const auto set_percent = [&](double& target) {
+      return reader.percent(node, key).map([&](double value) { target = value; });
+    };
     const auto set_seconds = [&](std::chrono::seconds& target) {
       return reader.duration(node, key).map(
           [&](std::chrono::milliseconds value) { target = whole_seconds(value); });
     };
     if (key == "warn_percent") {
-      applied = set_number(alerts.warn_percent);
+      applied = set_percent(alerts.warn_percent);
     } else if (key == "critical_percent") {
-      applied = set_number(alerts.critical_percent);
+      applied = set_percent(alerts.critical_percent);
     } else if (key == "clear_margin_percent") {
-      applied = set_number(alerts.usage_clear_margin);
+      applied = set_percent(alerts.usage_clear_margin);
     } else if (key == "eta_horizon") {
       applied = set_seconds(alerts.eta_horizon);
     } else if (key == "eta_clear_factor") {
       applied = set_number(alerts.eta_clear_factor);
     } else if (key == "psi_full_percent") {
-      applied = set_number(alerts.psi_full_threshold);
+      applied = set_percent(alerts.psi_full_threshold);
     } else if (key == "psi_for") {
       applied = set_seconds(alerts.psi_for);
     } else if (key == "oom_quiet") {
@@ -256,6 +270,23 @@ Result<void> apply_toml(std::string_view text, const std::string& source, Daemon
   return {};
 }
 
+Result<SignalTarget> parse_signal_target(std::string_view target) {
+  const std::size_t colon = target.find(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return fail(Error::invalid(fmt::format("'{}' is not SIGNAL:PID (e.g. USR1:1234)", target)));
+  }
+  auto signal = parse_signal(target.substr(0, colon));
+  if (!signal) return fail(signal.error());
+  // 0 and negative pids would signal a process group, watch's own included.
+  const std::string_view digits = target.substr(colon + 1);
+  pid_t pid = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() || pid <= 0) {
+    return fail(Error::invalid(fmt::format("'{}': '{}' is not a process id", target, digits)));
+  }
+  return SignalTarget{*signal, pid};
+}
+
 Result<void> validate(const SinkSpec& sink) {
   switch (sink.kind) {
     case SinkKind::kStderr:
@@ -275,12 +306,8 @@ Result<void> validate(const SinkSpec& sink) {
       if (sink.target.empty()) return fail(Error::invalid("exec needs a command"));
       return {};
     case SinkKind::kSignal: {
-      const std::size_t colon = sink.target.find(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == sink.target.size() ||
-          sink.target.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
-        return fail(Error::invalid(
-            fmt::format("'{}' is not SIGNAL:PID (e.g. USR1:1234)", sink.target)));
-      }
+      auto target = parse_signal_target(sink.target);
+      if (!target) return fail(target.error());
       return {};
     }
   }

@@ -3,6 +3,8 @@
 // flags. A config that does not parse or validate is an Error naming the file,
 // line and reason, so a SIGHUP reload can keep the running config.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -57,5 +59,13 @@ inline constexpr const char* kDefaultListen = "127.0.0.1:9840";
 [[nodiscard]] Result<void> validate(const DaemonConfig& config);
 /// Parses a sink target given on the command line or in TOML, e.g. "USR1:1234" for kSignal.
 [[nodiscard]] Result<void> validate(const SinkSpec& sink);
+
+/// The signal and pid of a kSignal target.
+struct SignalTarget {
+  int signal = 0;
+  pid_t pid = 0;
+};
+/// "USR1:1234", "SIGTERM:1234", "15:1234"; an Error for an unknown signal or a pid <= 0.
+[[nodiscard]] Result<SignalTarget> parse_signal_target(std::string_view target);
 
 }  // namespace headroom::daemon

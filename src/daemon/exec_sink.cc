@@ -1,6 +1,6 @@
 // The exec sink: runs a command (through /bin/sh -c) for every event, with the
-// alert in HEADROOM_ALERT_* environment variables. The command is killed (by
-// its pid, which we started) if it outlives the delivery timeout.
+// alert in HEADROOM_ALERT_* environment variables. The command is killed (its
+// process group, which we started) if it outlives the delivery timeout.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,12 +40,23 @@ class ExecSink final : public AlertSink {
     std::string flag = "-c";
     std::vector<char*> argv = {shell.data(), flag.data(), command_.data(), nullptr};
 
+    sigset_t unblocked;
+    sigemptyset(&unblocked);
     const pid_t pid = ::fork();
     if (pid < 0) return fail(Error::from_errno(errno, "fork"));
     if (pid == 0) {
+      // Run like a command started from a shell: in a process group of its own,
+      // so a timeout kills what it started too; with no signal blocked (watch
+      // blocks SIGHUP/SIGINT/SIGTERM in its threads and execve keeps the mask,
+      // so `timeout` or `kill -TERM` would not stop it); printing to stderr,
+      // as stdout carries --json.
+      ::setpgid(0, 0);
+      ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
+      ::dup2(STDERR_FILENO, STDOUT_FILENO);
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
+    ::setpgid(pid, pid);  // also here: the group must exist before a kill below
     const auto deadline = std::chrono::steady_clock::now() + delivery_.timeout;
     int status = 0;
     while (true) {
@@ -53,7 +64,7 @@ class ExecSink final : public AlertSink {
       if (done == pid) break;
       if (done < 0) return fail(Error::from_errno(errno, "waitpid"));
       if (cancel || std::chrono::steady_clock::now() >= deadline) {
-        ::kill(pid, SIGKILL);
+        ::kill(-pid, SIGKILL);  // the group: the shell and whatever it started
         ::waitpid(pid, &status, 0);
         return fail(Error{Error::Code::kIo, fmt::format("'{}' timed out", command_)});
       }

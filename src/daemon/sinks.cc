@@ -3,7 +3,6 @@
 
 #include "daemon/sinks.h"
 
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -69,23 +68,6 @@ class SignalSink final : public AlertSink {
 
 }  // namespace
 
-Result<int> parse_signal(std::string_view name) {
-  static constexpr std::pair<std::string_view, int> kSignals[] = {
-      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"CONT", SIGCONT},
-      {"STOP", SIGSTOP}, {"ALRM", SIGALRM}};
-  if (name.rfind("SIG", 0) == 0) name.remove_prefix(3);
-  for (const auto& [known, number] : kSignals) {
-    if (known == name) return number;
-  }
-  int number = 0;
-  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), number);
-  if (error == std::errc{} && end == name.data() + name.size() && number > 0 && number < 65) {
-    return number;
-  }
-  return fail(Error::invalid(fmt::format("unknown signal '{}'", name)));
-}
-
 std::string alert_line(const AlertEvent& event) {
   std::string kind(to_string(event.kind));
   for (char& letter : kind) letter = static_cast<char>(std::toupper(letter));
@@ -102,11 +84,9 @@ Result<std::unique_ptr<AlertSink>> make_sink(const SinkSpec& spec,
     case SinkKind::kJsonl:
       return std::make_unique<JsonlSink>(spec.target);
     case SinkKind::kSignal: {
-      const std::size_t colon = spec.target.find(':');
-      auto signal = parse_signal(std::string_view(spec.target).substr(0, colon));
-      if (!signal) return fail(signal.error());
-      const pid_t pid = static_cast<pid_t>(std::stol(spec.target.substr(colon + 1)));
-      return std::make_unique<SignalSink>(*signal, pid, spec.target);
+      auto target = parse_signal_target(spec.target);
+      if (!target) return fail(target.error());
+      return std::make_unique<SignalSink>(target->signal, target->pid, spec.target);
     }
     case SinkKind::kExec:
       return make_exec_sink(spec.target, delivery);

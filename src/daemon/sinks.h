@@ -38,7 +38,4 @@ class AlertSink {
 /// HEADROOM_ALERT_KIND, _RULE, _SUBJECT, _SEVERITY, _SUMMARY, _VALUE, _THRESHOLD, _TIME, _JSON.
 [[nodiscard]] std::vector<std::string> alert_environment(const AlertEvent& event);
 
-/// Parses "USR1", "SIGUSR1", "TERM", "15" to a signal number.
-[[nodiscard]] Result<int> parse_signal(std::string_view name);
-
 }  // namespace headroom::daemon

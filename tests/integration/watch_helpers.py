@@ -1,11 +1,19 @@
 """Helpers of the watch integration tests: a loopback webhook receiver, free
-ports, and reading `headroom watch --json` lines."""
+ports, reading `headroom watch --json` lines, and a watch started in a private
+mount namespace in the background."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 import threading
+import time
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from conftest import HEADROOM, PYTHON, require_root
 
 
 def free_port() -> int:
@@ -94,3 +102,44 @@ def filesystem(step: dict, path: str) -> dict:
         if item["path"] == path:
             return item
     raise AssertionError(f"{path} not in {[f['path'] for f in step['filesystems']]}")
+
+
+def start_in_namespace(script: str, out: Path, env: dict, args: list[str] = ()) -> subprocess.Popen:
+    """Starts a bash script in a private mount namespace without waiting.
+
+    A script ending in `exec "$HEADROOM" watch ...` makes the Popen's pid the
+    watch pid (unshare -m and bash exec, they do not fork), so the test can
+    signal it; its mounts vanish when it exits. stdout and stderr go to
+    out/watch.out and out/watch.err; `args` are the script's "$@".
+    """
+    require_root()
+    full_env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON, PYTHONUNBUFFERED="1", OUT=str(out))
+    full_env.update(env)
+    with open(out / "watch.out", "w") as stdout, open(out / "watch.err", "w") as stderr:
+        return subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "bash", "-euo", "pipefail", "-c", script,
+             "bash", *args], env=full_env, stdout=stdout, stderr=stderr)
+
+
+def running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    """Polls `predicate` every 50 ms; fails naming `what` after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def seconds(text: str) -> float:
+    """Unix time of an RFC 3339 time from the JSON output."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/supervise/signal_names.h"
 #include "daemon/metrics.h"
 #include "daemon/sinks.h"
 
@@ -58,6 +59,10 @@ TEST(ApplyToml, RejectsWithLineAndReasonAndKeepsTheConfig) {
       {"[alerts]\nwarn_percent = \"high\"\n", "watch.toml:2: warn_percent: expected a number"},
       {"interval = \"5 parsecs\"\n", "watch.toml:1: interval"},
       {"[sinks]\nsignal = \"USR1\"\n", "watch.toml:2: signal"},
+      {"[sinks]\nsignal = \"USR1:0\"\n", "watch.toml:2: signal: 'USR1:0': '0' is not a process id"},
+      {"[sinks]\nsignal = \"USR1:99999999999\"\n", "'99999999999' is not a process id"},
+      {"[sinks]\nsignal = \"NOPE:12\"\n", "watch.toml:2: signal: unknown signal 'NOPE'"},
+      {"[alerts]\n\nwarn_percent = 150\n", "watch.toml:3: warn_percent: must be between 0 and 100"},
       {"[sinks]\nwebhook = \"ftp://x\"\n", "not an http(s) URL"},
       {"interval = \n", "watch.toml:1"},
       {"[alerts]\nwarn_percent = 99\n", "critical_percent"},
