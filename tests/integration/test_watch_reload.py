@@ -1,5 +1,5 @@
 """SIGHUP reloads `headroom watch --config FILE` without a restart: a lowered
-threshold fires at once; a file that does not parse or holds a bad value is
+threshold fires at once; a file that does not parse, holds a bad value or is gone is
 rejected with its path, line and reason, and the running config stays (same
 interval, same alert, same sinks, /metrics says the reload failed). The watch
 runs in a private mount namespace over an 8 MiB tmpfs 61% full."""
@@ -131,6 +131,14 @@ def test_sighup_applies_a_new_threshold_and_keeps_the_running_config_on_bad_file
             assert f'headroom_alert_sink_sent_total{{sink="jsonl {alerts}"}}' in metrics
             assert not any(str(other_alerts) in key for key in metrics)
         assert events("resolved") == [] and not other_alerts.exists()
+
+        # No file at all (moved away by a deploy): said, and nothing changes.
+        config.unlink()
+        watch.send_signal(signal.SIGHUP)
+        wait_for(lambda: len(failures()) == len(bad_files) + 1, 3, "rejection of a missing file")
+        assert f"keeping the running config: {config}: No such file or directory" in failures()[-1]
+        time.sleep(0.3)
+        assert watch.poll() is None and events("resolved") == []
 
         # A good file again: applied, the alert resolves under the 90% threshold.
         write(warn="90")
