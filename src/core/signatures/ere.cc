@@ -43,37 +43,55 @@ std::string to_ere(const std::string& pattern) {
     }
     if (c == '[') {  // inside a class, \d \w \s become POSIX classes
       std::size_t j = i + 1;
+      const bool negated = j < pattern.size() && pattern[j] == '^';
+      if (negated) ++j;
+      // grep reads a line at a time, so \n never occurs in what it matches and is
+      // dropped from a class. ']' must come first, '^' not first, '-' last; a
+      // backslash is an ordinary character inside an ERE bracket expression.
       std::string inner;
+      bool bracket = false;
+      bool caret = false;
+      bool dash = false;
       while (j < pattern.size() && pattern[j] != ']') {
         if (pattern[j] == '\\' && j + 1 < pattern.size()) {
           const char e = pattern[j + 1];
           if (e == 'd') inner += "0-9";
           else if (e == 'w') inner += "[:alnum:]_";
           else if (e == 's') inner += "[:space:]";
+          else if (e == 't') inner.push_back('\t');
+          else if (e == 'n' || e == 'r') {}
+          else if (e == ']') bracket = true;
+          else if (e == '^') caret = true;
+          else if (e == '-') dash = true;
           else inner.push_back(e);
           j += 2;
           continue;
         }
         inner.push_back(pattern[j++]);
       }
-      // A '-' must come last to be literal in ERE.
-      {
-        bool literal_dash = false;
-        std::string rest;
-        for (std::size_t k = 0; k < inner.size(); ++k) {
-          const bool range = inner[k] == '-' && k > 0 && k + 1 < inner.size() && inner[k - 1] != '^' && inner[k - 1] != ':';
-          if (inner[k] == '-' && !range) {
-            literal_dash = true;
-          } else {
-            rest.push_back(inner[k]);
-          }
+      // An unescaped '-' that is not a range is literal too.
+      std::string rest;
+      for (std::size_t k = 0; k < inner.size(); ++k) {
+        const bool range = inner[k] == '-' && k > 0 && k + 1 < inner.size() &&
+                           inner[k - 1] != ':';
+        if (inner[k] == '-' && !range) {
+          dash = true;
+        } else {
+          rest.push_back(inner[k]);
         }
-        if (literal_dash) rest.push_back('-');
-        inner = std::move(rest);
       }
-      out.push_back('[');
-      out.append(inner);
-      out.push_back(']');
+      if (rest.empty() && !bracket && !caret && !dash) {
+        // Only newlines: [^\n] is any character of a line, [\n] none.
+        out += negated ? "." : "($.)";  // "$" then a character never matches
+      } else {
+        out.push_back('[');
+        if (negated) out.push_back('^');
+        if (bracket) out.push_back(']');
+        out.append(rest);
+        if (caret) out.push_back('^');
+        if (dash) out.push_back('-');
+        out.push_back(']');
+      }
       i = j;
       continue;
     }

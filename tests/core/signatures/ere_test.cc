@@ -1,0 +1,69 @@
+// The catalog as POSIX ERE (`headroom explain --dump-patterns`, the benchmark
+// peer's `grep -E -f`): RE2 escapes inside brackets must keep their meaning in
+// GNU grep, which reads one line at a time.
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/signatures/analyzer.h"
+#include "core/signatures/catalog.h"
+
+namespace headroom {
+namespace {
+
+std::string ere(std::string pattern) {
+  Catalog catalog;
+  Signature signature;
+  signature.id = "test";
+  signature.patterns = {std::move(pattern)};
+  catalog.signatures.push_back(signature);
+  std::string out = patterns_as_ere(catalog);
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+/// Whether GNU grep -E matches `line` with `pattern` (exit 0), or reports an error (2).
+int grep(const std::string& pattern, const std::string& line) {
+  const std::string file = ::testing::TempDir() + "/ere_test_pattern";
+  std::ofstream(file) << pattern << "\n";
+  const std::string command = "printf '%s\\n' '" + line + "' | LC_ALL=C grep -qE -f " + file;
+  const int status = std::system(command.c_str());
+  return WEXITSTATUS(status);
+}
+
+TEST(Ere, NewlineInANegatedClassIsAnyCharacterOfTheLine) {
+  EXPECT_EQ(ere(R"(ckpt: [^\n]+ failed)"), "ckpt: .+ failed");
+  EXPECT_EQ(ere(R"(x[^\n"]*y)"), R"(x[^"]*y)");
+  EXPECT_EQ(grep(ere(R"(ckpt: [^\n]+ failed)"), "ckpt: /data/n n failed"), 0);
+}
+
+TEST(Ere, BracketCaretAndDashEscapesLandWhereEreNeedsThem) {
+  EXPECT_EQ(ere(R"([\]a\-])"), "[]a-]");
+  EXPECT_EQ(ere(R"([\^a])"), "[a^]");
+  EXPECT_EQ(ere(R"([\d\s])"), "[0-9[:space:]]");
+  EXPECT_EQ(grep(ere(R"(id=[\]\-\d]+)"), "id=]-42"), 0);
+  EXPECT_EQ(grep(ere(R"(id=[\]\-\d]+)"), "id=abc"), 1);
+}
+
+TEST(Ere, AClassOfOnlyANewlineNeverMatchesAndStaysValid) {
+  EXPECT_EQ(grep(ere(R"(a[\n]b)"), "a b"), 1);
+  EXPECT_EQ(grep(ere(R"(a[\n]b)"), "ab"), 1);
+}
+
+TEST(Ere, EveryBuiltInPatternIsValidForGrep) {
+  auto catalog = load_catalog({});
+  ASSERT_TRUE(catalog.has_value());
+  const std::string file = ::testing::TempDir() + "/ere_test_catalog";
+  std::ofstream(file) << patterns_as_ere(*catalog);
+  const std::string command = "echo x | LC_ALL=C grep -E -f " + file + " >/dev/null";
+  const int status = std::system(command.c_str());
+  EXPECT_NE(WEXITSTATUS(status), 2) << "grep rejected an exported pattern";
+}
+
+}  // namespace
+}  // namespace headroom
