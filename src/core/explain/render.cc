@@ -20,7 +20,7 @@ std::string_view describe(std::string_view cause) {
   if (cause == "shm_stale") return "/dev/shm is filled by segments of dead jobs, or a segment a process needed was removed";
   if (cause == "disk_full") return "a filesystem the job writes to (checkpoints, caches) is full";
   if (cause == "tmp_full") return "the temp dir is full or unusable";
-  if (cause == "host_oom") return "the host or the job's memory limit ran out and a process was killed";
+  if (cause == "host_oom") return "the host or the job's memory limit ran out: a process was killed or could not get memory";
   if (cause == "fd_limit") return "a process hit its open-files limit";
   if (cause == "pid_limit") return "the job hit its process/thread limit (ulimit -u, pids cgroup)";
   if (cause == "fs_readonly") return "a filesystem the job writes to is read-only (mounted so, or remounted after errors)";
