@@ -1,8 +1,13 @@
 // The simple sinks: a line on stderr, JSON lines appended to a file, a signal
-// to a pid. Webhooks live in webhook_sink.cc, exec in exec_sink.cc.
+// to a process (through a pidfd taken when the sink is set up). Webhooks live
+// in webhook_sink.cc, exec in exec_sink.cc.
 
 #include "daemon/sinks.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -45,16 +50,38 @@ class JsonlSink final : public AlertSink {
   std::string path_;
 };
 
+/// glibc 2.36's <sys/pidfd.h> lacks extern "C", so the raw system call.
+int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
 class SignalSink final : public AlertSink {
  public:
+  // The pidfd names the process running now, not whichever one is given its
+  // pid after it exits: a job that ended must not cost an unrelated process
+  // a SIGUSR1 (whose default action is to terminate).
   SignalSink(int signal, pid_t pid, std::string target)
-      : signal_(signal), pid_(pid), target_(std::move(target)) {}
+      : signal_(signal), pid_(pid), target_(std::move(target)), pidfd_(open_pidfd(pid)) {
+    if (pidfd_ < 0) open_errno_ = errno;
+  }
+  ~SignalSink() override {
+    if (pidfd_ >= 0) ::close(pidfd_);
+  }
+  SignalSink(const SignalSink&) = delete;
+  SignalSink& operator=(const SignalSink&) = delete;
+
   std::string describe() const override { return "signal " + target_; }
   Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     // Only a firing alert asks the job to act (checkpoint and stop); repeats
     // and resolutions would make it act again for the same condition.
     if (event.kind != AlertKind::kFiring) return {};
-    if (::kill(pid_, signal_) != 0) {
+    int sent = -1;
+    if (pidfd_ >= 0) {
+      sent = static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd_, signal_, nullptr, 0));
+    } else if (open_errno_ == ENOSYS) {
+      sent = ::kill(pid_, signal_);  // kernels before 5.3 have no pidfd
+    } else {
+      errno = open_errno_;  // not running when the sink was set up (ESRCH)
+    }
+    if (sent != 0) {
       return fail(Error::from_errno(errno, fmt::format("kill({}, {})", pid_, signal_)));
     }
     return {};
@@ -64,6 +91,8 @@ class SignalSink final : public AlertSink {
   int signal_;
   pid_t pid_;
   std::string target_;
+  int pidfd_;
+  int open_errno_ = 0;
 };
 
 }  // namespace

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON
+from conftest import HEADROOM, PYTHON
 from watch_helpers import json_lines, running, seconds, start_in_namespace, wait_for
 
 # Only the tmpfs is watched (no /tmp, no /dev/shm): the events are the tmpfs's.
@@ -260,6 +260,53 @@ def test_signal_stops_a_training_job_when_the_disk_alert_fires(scratch: Path):
     # The missing pid: reported each time, sampling went on.
     assert f"signal USR1:{gone.pid}" in err and "No such process" in err, err
     assert steps_before_stop > 30
+
+
+# In a private pid namespace, so the pid of the job that ended can be handed to
+# the next process (ns_last_pid) before the disk alert fires.
+REUSED = r'''
+mount -t tmpfs -o size=8m headroom-sinks "$MNT"
+sleep 60 &
+job=$!
+"$HEADROOM" watch --json --config "$OUT/watch.toml" --interval 100ms --window 5s --dir "$MNT" \
+    --warn-percent 50 --critical-percent 90 --eta-horizon 1s --jsonl "$OUT/alerts.jsonl" \
+    --signal "USR1:$job" >"$OUT/watch.out" 2>"$OUT/watch.err" &
+watch=$!
+sleep 0.5
+kill $job
+wait $job || true
+echo $((job - 1)) >/proc/sys/kernel/ns_last_pid
+"$PY" -c "$COUNTER" "$OUT/usr1.log" &
+other=$!
+echo "$job $other" >"$OUT/pids"
+while [ ! -e "$OUT/usr1.log.ready" ]; do sleep 0.05; done
+head -c 5000k /dev/zero >"$MNT/big"
+sleep 1
+kill -TERM $watch
+wait $watch
+kill -TERM $other
+wait $other
+'''
+
+
+def test_signal_does_not_reach_a_new_process_that_got_the_ended_jobs_pid(scratch: Path):
+    (scratch / "watch.toml").write_text(CONFIG)
+    mnt = scratch / "mnt"
+    mnt.mkdir()
+    result = subprocess.run(
+        ["unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private",
+         "bash", "-euo", "pipefail", "-c", REUSED],
+        capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON, OUT=str(scratch), MNT=str(mnt),
+                 COUNTER=COUNTER))
+    err = (scratch / "watch.err").read_text()
+    assert result.returncode == 0, result.stderr + err
+    job, other = (scratch / "pids").read_text().split()
+    assert job == other, "the pid was not reused; the test proves nothing"
+    events = _lines(scratch / "alerts.jsonl")
+    assert any(e["kind"] == "firing" and e["subject"] == str(mnt) for e in events), events
+    assert not (scratch / "usr1.log").exists(), "SIGUSR1 went to the process that got the pid"
+    assert f"signal USR1:{job}" in err and "No such process" in err, err
 
 
 @pytest.mark.parametrize("target, reason", [
