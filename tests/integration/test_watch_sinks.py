@@ -125,7 +125,7 @@ def test_exec_runs_once_per_event_with_the_alert_in_its_environment(scratch: Pat
     alerts, records = scratch / "alerts.jsonl", scratch / "exec.jsonl"
     try:
         wait_for(lambda: any(r["HEADROOM_ALERT_SUBJECT"] == str(mnt) for r in _lines(records)),
-                  10, "the exec command for the tmpfs alert")
+                 10, "the exec command for the tmpfs alert")
         _inside(watch, mnt / "big").unlink()  # back under the threshold: resolves
         wait_for(lambda: _usage_resolved(alerts), 5, "resolved")
         time.sleep(0.5)  # time for any (wrong) extra run
@@ -217,7 +217,7 @@ def test_signal_stops_a_training_job_when_the_disk_alert_fires(scratch: Path):
     watch = None
     try:
         wait_for(lambda: Path(f"{marker}.ready").exists() and Path(f"{counts}.ready").exists(),
-                  10, "the jobs to install their handlers")
+                 10, "the jobs to install their handlers")
         # --eta-horizon 1s: no memory_fill_eta from a busy host's noise, only
         # the disk alert signals.
         watch, mnt = _start(scratch, [
@@ -225,7 +225,7 @@ def test_signal_stops_a_training_job_when_the_disk_alert_fires(scratch: Path):
             "--signal", f"USR1:{trainer.pid}", "--signal", f"SIGUSR1:{counter.pid}",
             "--signal", f"USR1:{gone.pid}"], fill=False)
         wait_for(lambda: len(json_lines((scratch / "watch.out").read_text())) >= 5, 10,
-                  "samples")
+                 "samples")
         assert trainer.poll() is None, "signalled before any alert"
         (_inside(watch, mnt) / "big").write_bytes(b"\1" * (5000 << 10))
         assert trainer.wait(timeout=5) == 0
