@@ -9,7 +9,7 @@ namespace headroom {
 
 namespace {
 
-constexpr std::array<CheckSpec, 8> kChecks{{
+constexpr std::array<CheckSpec, 9> kChecks{{
     {"container.runtime", "bare host, Docker, Kubernetes or Slurm; IPC namespace",
      check_container_runtime},
     {"shm.capacity", "/dev/shm present, writable and big enough for the DataLoader",
@@ -23,6 +23,8 @@ constexpr std::array<CheckSpec, 8> kChecks{{
     {"memory", "available memory, swap, PSI, and the memory cgroup", check_memory},
     {"fd.limit", "RLIMIT_NOFILE against PyTorch's file_descriptor sharing", check_fd_limit},
     {"kernel.oom", "OOM kills in the kernel log in the last 24 hours", check_kernel_oom},
+    {"pids.limit", "room for the job's processes and threads: ulimit -u, pids cgroup, threads-max",
+     check_pids_limit},
 }};
 
 bool selected(const CheckOptions& options, std::string_view id) {

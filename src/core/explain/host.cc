@@ -12,7 +12,9 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
+#include "core/probes/inotify_limits.h"
 #include "core/probes/kmsg.h"
+#include "core/probes/limits.h"
 #include "core/signatures/catalog.h"
 #include "core/signatures/reasoning.h"
 #include "core/units.h"
@@ -149,6 +151,53 @@ void add_fd_facts(const Context& context, HostConfirmation& host) {
   host.facts.push_back(std::move(fact));
 }
 
+/// RLIMIT_MEMLOCK of the examined process: RDMA (NCCL over InfiniBand) registers
+/// and pins its buffers, which a finite limit refuses.
+void add_memlock_facts(const Context& context, HostConfirmation& host) {
+  HostFact fact;
+  fact.check = "memlock.limit";
+  fact.cause = "memlock_limit";
+  auto rows = read_limits(context);
+  const std::optional<Limit> limit = rows ? find_limit(*rows, "Max locked memory") : std::nullopt;
+  if (!limit) {
+    fact.verdict = HostVerdict::kUnknown;
+    fact.summary = rows ? "no 'Max locked memory' row in limits" : rows.error().message;
+  } else if (limit->soft == Limit::kUnlimited) {
+    fact.verdict = HostVerdict::kNeutral;
+    fact.summary = "the locked-memory limit of this shell is unlimited";
+  } else {
+    fact.verdict = HostVerdict::kConfirms;  // RDMA stacks ask for unlimited
+    fact.summary = fmt::format("the locked-memory limit of this shell is {} (ulimit -l {}), not unlimited",
+                               format_bytes(limit->soft), limit->soft / 1024);
+    fact.evidence.push_back({"memlock_soft_bytes", limit->soft, "bytes"});
+  }
+  host.facts.push_back(std::move(fact));
+}
+
+/// fs.inotify.max_user_watches / max_user_instances against their old low defaults.
+void add_inotify_facts(const Context& context, HostConfirmation& host) {
+  HostFact fact;
+  fact.check = "inotify.limits";
+  fact.cause = "inotify_limit";
+  auto limits = read_inotify_limits(context);
+  if (!limits) {
+    fact.verdict = HostVerdict::kUnknown;
+    fact.summary = limits.error().message;
+    host.facts.push_back(std::move(fact));
+    return;
+  }
+  // 8192 watches (kernels before 5.11) and 128 instances are the defaults that run out.
+  const bool few_watches = limits->max_user_watches <= 8192;
+  const bool few_instances = limits->max_user_instances <= 128;
+  fact.verdict = few_watches || few_instances ? HostVerdict::kConfirms : HostVerdict::kNeutral;
+  fact.summary = fmt::format("fs.inotify.max_user_watches is {}{} and max_user_instances {}{}",
+                             limits->max_user_watches, few_watches ? " (the old low default)" : "",
+                             limits->max_user_instances, few_instances ? " (the low default)" : "");
+  fact.evidence.push_back({"max_user_watches", limits->max_user_watches, "count"});
+  fact.evidence.push_back({"max_user_instances", limits->max_user_instances, "count"});
+  host.facts.push_back(std::move(fact));
+}
+
 Confidence step(Confidence confidence, int by) {
   const int value = std::clamp(static_cast<int>(confidence) + by, 0, 2);
   return static_cast<Confidence>(value);
@@ -182,6 +231,10 @@ HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagno
   }
   if (has_candidate(diagnosis, "tmp_full")) add_check_facts(context, {"tmp"}, "tmp_full", host);
   if (has_candidate(diagnosis, "fd_limit")) add_fd_facts(context, host);
+  // pids.limit with a one-process job: the room left under the limit that binds.
+  if (has_candidate(diagnosis, "pid_limit")) add_check_facts(context, {"pids.limit"}, "pid_limit", host);
+  if (has_candidate(diagnosis, "memlock_limit")) add_memlock_facts(context, host);
+  if (has_candidate(diagnosis, "inotify_limit")) add_inotify_facts(context, host);
   return host;
 }
 

@@ -55,39 +55,6 @@ std::filesystem::path cgroup_directory(const MountEntry& mount, const std::strin
   return mount_point;
 }
 
-struct Located {
-  CgroupVersion version;
-  std::string path;
-  std::filesystem::path directory;   // host path, not rooted
-  std::filesystem::path mount_point;  // host path, not rooted
-};
-
-Result<Located> locate(const std::vector<CgroupMembership>& memberships,
-                       const std::vector<MountEntry>& mounts) {
-  // Hybrid hosts mount v1 controllers and a v2 "unified" tree side by side;
-  // the memory controller lives on exactly one of them, and v1 wins when bound.
-  for (const CgroupMembership& member : memberships) {
-    if (member.hierarchy_id == 0 || !has(member.controllers, "memory")) continue;
-    for (const MountEntry& mount : mounts) {
-      if (mount.fstype != "cgroup" || !has(split(mount.super_options, ','), "memory")) continue;
-      return Located{CgroupVersion::kV1, member.path, cgroup_directory(mount, member.path),
-                     mount.mount_point};
-    }
-    return fail(Error{Error::Code::kNotFound,
-                      "the v1 memory hierarchy (" + member.path + ") is not mounted"});
-  }
-  for (const CgroupMembership& member : memberships) {
-    if (member.hierarchy_id != 0) continue;
-    for (const MountEntry& mount : mounts) {
-      if (mount.fstype != "cgroup2") continue;
-      return Located{CgroupVersion::kV2, member.path, cgroup_directory(mount, member.path),
-                     mount.mount_point};
-    }
-    return fail(Error{Error::Code::kNotFound, "the cgroup v2 hierarchy is not mounted"});
-  }
-  return fail(Error{Error::Code::kNotFound, "the process is in no memory cgroup"});
-}
-
 Result<std::uint64_t> parse_number(std::string_view text) {
   text = trim_blanks(text);
   std::uint64_t value = 0;
@@ -138,6 +105,33 @@ std::optional<std::uint64_t> keyed(const std::optional<std::string>& text, std::
 }
 
 }  // namespace
+
+Result<CgroupLocation> locate_cgroup(const std::vector<CgroupMembership>& memberships,
+                                     const std::vector<MountEntry>& mounts,
+                                     std::string_view controller) {
+  // Hybrid hosts mount v1 controllers and a v2 "unified" tree side by side;
+  // a controller lives on exactly one of them, and v1 wins when bound.
+  for (const CgroupMembership& member : memberships) {
+    if (member.hierarchy_id == 0 || !has(member.controllers, controller)) continue;
+    for (const MountEntry& mount : mounts) {
+      if (mount.fstype != "cgroup" || !has(split(mount.super_options, ','), controller)) continue;
+      return CgroupLocation{CgroupVersion::kV1, member.path, cgroup_directory(mount, member.path),
+                            mount.mount_point};
+    }
+    return fail(Error{Error::Code::kNotFound, fmt::format("the v1 {} hierarchy ({}) is not mounted",
+                                                          controller, member.path)});
+  }
+  for (const CgroupMembership& member : memberships) {
+    if (member.hierarchy_id != 0) continue;
+    for (const MountEntry& mount : mounts) {
+      if (mount.fstype != "cgroup2") continue;
+      return CgroupLocation{CgroupVersion::kV2, member.path, cgroup_directory(mount, member.path),
+                            mount.mount_point};
+    }
+    return fail(Error{Error::Code::kNotFound, "the cgroup v2 hierarchy is not mounted"});
+  }
+  return fail(Error{Error::Code::kNotFound, fmt::format("the process is in no {} cgroup", controller)});
+}
 
 std::string_view to_string(CgroupVersion version) {
   return version == CgroupVersion::kV1 ? "v1" : "v2";
@@ -217,7 +211,7 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
     if (!own_mounts) return fail(own_mounts.error());
     mounts = &*own_mounts;
   }
-  auto located = locate(*memberships, *mounts);
+  auto located = locate_cgroup(*memberships, *mounts, "memory");
   if (!located) return fail(located.error());
 
   const bool v1 = located->version == CgroupVersion::kV1;

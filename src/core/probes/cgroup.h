@@ -52,6 +52,20 @@ struct CgroupMembership {
 [[nodiscard]] Result<std::map<std::string, std::uint64_t, std::less<>>> parse_flat_keyed(
     std::string_view text);
 
+/// Where the cgroup of one controller is, as a process sees it.
+struct CgroupLocation {
+  CgroupVersion version = CgroupVersion::kV2;
+  std::string path;                   ///< as /proc/<pid>/cgroup names it
+  std::filesystem::path directory;    ///< host path, not rooted
+  std::filesystem::path mount_point;  ///< host path of the hierarchy's mount, not rooted
+};
+
+/// Finds the cgroup of `controller` ("memory", "pids"): its v1 hierarchy when one
+/// is bound, else the v2 unified one. kNotFound when it is not mounted.
+[[nodiscard]] Result<CgroupLocation> locate_cgroup(const std::vector<CgroupMembership>& memberships,
+                                                   const std::vector<MountEntry>& mounts,
+                                                   std::string_view controller);
+
 /// The memory cgroup of a process, read at one moment.
 struct MemoryCgroup {
   CgroupVersion version = CgroupVersion::kV2;

@@ -1,0 +1,103 @@
+"""pids.limit against a real pids cgroup (v1 /sys/fs/cgroup/pids or v2).
+
+`headroom check --only pids.limit --workers 8` runs inside a pids cgroup made
+below our own: with pids.max 20 it must be critical, with 100000 ok. With
+torch installed, the same small cgroup makes a real DataLoader with 8 workers
+fail the way the check predicts (fork EAGAIN or "can't start new thread").
+Every cgroup is removed and only processes started here are killed, by pid.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, MemoryCgroup, check_json, evidence, finding, have_torch
+
+
+class PidsCgroup(MemoryCgroup):
+    """A pids cgroup below our own (v1 pids hierarchy or v2), removed on exit.
+
+    wrap() and the cleanup (kill what is left inside, by pid; rmdir) are MemoryCgroup's.
+    """
+
+    def __init__(self, pids_max: int):
+        super().__init__(0)
+        self.pids_max = pids_max
+
+    def __enter__(self) -> "PidsCgroup":
+        name = f"headroom-test-{uuid.uuid4().hex[:8]}"
+        own = Path("/proc/self/cgroup").read_text().splitlines()
+        v1 = [line.split(":", 2)[2] for line in own if "pids" in line.split(":", 2)[1].split(",")]
+        if v1 and Path("/sys/fs/cgroup/pids/cgroup.procs").exists():
+            self.version = 1
+            base = Path("/sys/fs/cgroup/pids") / v1[0].lstrip("/")
+        else:
+            v2 = [line.split(":", 2)[2] for line in own if line.startswith("0::")]
+            base = Path("/sys/fs/cgroup") / (v2[0].lstrip("/") if v2 else "")
+            controllers = base / "cgroup.subtree_control"
+            if not controllers.exists() or "pids" not in controllers.read_text().split():
+                pytest.skip("no pids controller delegated here")
+            self.version = 2
+        self.path = base / name
+        self.path.mkdir()
+        (self.path / "pids.max").write_text(str(self.pids_max))
+        return self
+
+
+def check_in(cgroup: PidsCgroup, headroom: str, *flags: str) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="2")
+    result = subprocess.run(
+        cgroup.wrap([headroom, "check", "--json", "--only", "pids.limit", *flags]),
+        capture_output=True, text=True, timeout=60, env=env)
+    report = check_json(result)
+    return {"rc": result.returncode, "finding": finding(report, "pids.limit")}
+
+
+@pytest.mark.parametrize("pids_max,severity,rc", [(20, "critical", 1), (100000, "ok", 0)])
+def test_check_against_pids_max(headroom, pids_max, severity, rc):
+    with PidsCgroup(pids_max) as cgroup:
+        out = check_in(cgroup, headroom, "--workers", "8")
+    item = out["finding"]
+    assert item["severity"] == severity, item
+    assert out["rc"] == rc
+    # 2 OMP + 8 feeders + 4 helpers + 8 workers x 3 = 38.
+    assert evidence(item, "estimated_tasks") == 38
+    assert evidence(item, "pids_max") == pids_max
+    assert evidence(item, "pids_current") >= 1  # headroom itself
+    if severity == "critical":
+        assert evidence(item, "room_left") < 20
+        assert evidence(item, "binding_limit").startswith("pids.max of /sys/fs/cgroup")
+        assert any("num_workers" in line for line in item["remedy"]), item["remedy"]
+    else:
+        assert item["remedy"] == []
+
+
+DATALOADER = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+data = TensorDataset(torch.arange(256.0), torch.arange(256.0))
+for x, y in DataLoader(data, batch_size=8, num_workers=8):
+    pass
+print("finished")
+"""
+
+
+def run_dataloader(pids_max: int) -> subprocess.CompletedProcess:
+    with PidsCgroup(pids_max) as cgroup:
+        return subprocess.run(cgroup.wrap([PYTHON, "-c", DATALOADER]), capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS="2"))
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs Debian's python3-torch")
+def test_dataloader_fails_in_the_small_cgroup_the_check_flags():
+    ok = run_dataloader(100000)  # the same job where the check says ok
+    assert ok.returncode == 0 and "finished" in ok.stdout, ok.stderr[-2000:]
+    result = run_dataloader(20)
+    assert result.returncode != 0
+    assert "finished" not in result.stdout
+    assert ("can't start new thread" in result.stderr
+            or "Resource temporarily unavailable" in result.stderr), result.stderr[-2000:]
