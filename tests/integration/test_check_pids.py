@@ -3,12 +3,14 @@
 `headroom check --only pids.limit --workers 8` runs inside a pids cgroup made
 below our own: with pids.max 20 it must be critical, with 100000 ok. With
 torch installed, the same small cgroup makes a real DataLoader with 8 workers
-fail the way the check predicts (fork EAGAIN or "can't start new thread").
+fail the way the check predicts (fork EAGAIN or "can't start new thread"), and
+the num_workers its remedy names finishes there.
 Every cgroup is removed and only processes started here are killed, by pid.
 """
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -71,33 +73,42 @@ def test_check_against_pids_max(headroom, pids_max, severity, rc):
     if severity == "critical":
         assert evidence(item, "room_left") < 20
         assert evidence(item, "binding_limit").startswith("pids.max of /sys/fs/cgroup")
-        assert any("num_workers" in line for line in item["remedy"]), item["remedy"]
+        assert any("num_workers=" in line for line in item["remedy"]), item["remedy"]
     else:
         assert item["remedy"] == []
 
 
 DATALOADER = """
+import sys
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 data = TensorDataset(torch.arange(256.0), torch.arange(256.0))
-for x, y in DataLoader(data, batch_size=8, num_workers=8):
+for x, y in DataLoader(data, batch_size=8, num_workers=int(sys.argv[1])):
     pass
 print("finished")
 """
 
 
-def run_dataloader(pids_max: int) -> subprocess.CompletedProcess:
+def run_dataloader(pids_max: int, workers: int) -> subprocess.CompletedProcess:
     with PidsCgroup(pids_max) as cgroup:
-        return subprocess.run(cgroup.wrap([PYTHON, "-c", DATALOADER]), capture_output=True,
-                              text=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS="2"))
+        return subprocess.run(cgroup.wrap([PYTHON, "-c", DATALOADER, str(workers)]),
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, OMP_NUM_THREADS="2"))
 
 
 @pytest.mark.skipif(not have_torch(), reason="needs Debian's python3-torch")
-def test_dataloader_fails_in_the_small_cgroup_the_check_flags():
-    ok = run_dataloader(100000)  # the same job where the check says ok
+def test_dataloader_fails_where_the_check_says_and_its_fix_works(headroom):
+    ok = run_dataloader(100000, 8)  # where the check says ok
     assert ok.returncode == 0 and "finished" in ok.stdout, ok.stderr[-2000:]
-    result = run_dataloader(20)
-    assert result.returncode != 0
-    assert "finished" not in result.stdout
-    assert ("can't start new thread" in result.stderr
-            or "Resource temporarily unavailable" in result.stderr), result.stderr[-2000:]
+    failed = run_dataloader(20, 8)  # where it says critical
+    assert failed.returncode != 0 and "finished" not in failed.stdout
+    assert ("can't start new thread" in failed.stderr
+            or "Resource temporarily unavailable" in failed.stderr), failed.stderr[-2000:]
+    # The num_workers the remedy names fits the same limit.
+    with PidsCgroup(20) as cgroup:
+        item = check_in(cgroup, headroom, "--workers", "8")["finding"]
+    fits = [re.search(r"num_workers=(\d+) fits", line) for line in item["remedy"]]
+    workers = int(next(match for match in fits if match).group(1))
+    assert 0 < workers < 8
+    fixed = run_dataloader(20, workers)
+    assert fixed.returncode == 0 and "finished" in fixed.stdout, fixed.stderr[-2000:]

@@ -184,10 +184,18 @@ std::vector<std::string> remedies(const CheckInput& input, const Bound& bound,
       lines.emplace_back("sudo sysctl -w kernel.pid_max=4194304");
       break;
   }
+  // Workers that fit the room left: per rank T + 4 + W x (1 feeder + 3 worker threads).
+  const CheckOptions& options = input.options;
+  const std::uint64_t launcher = options.ranks > 1 ? kLauncherTasks : 0;
+  const std::uint64_t per_rank = bound.room() > launcher ? (bound.room() - launcher) / options.ranks : 0;
+  const std::uint64_t fixed = need.intra_op + kMainHelperThreads;
+  const std::string fitting =
+      per_rank > fixed ? fmt::format("num_workers={} fits the room left", (per_rank - fixed) / (1 + kWorkerThreads))
+                       : std::string("not even num_workers=0 fits the room left");
   lines.push_back(fmt::format(
-      "or start fewer tasks: lower num_workers (each worker costs {} tasks, and a feeder thread "
-      "in the main process), and set OMP_NUM_THREADS (now {} intra-op threads per rank) lower",
-      kWorkerThreads, need.intra_op));
+      "or start fewer tasks: {} (each worker costs {} tasks and a feeder thread in the main "
+      "process); OMP_NUM_THREADS=1 saves {} per rank",
+      fitting, kWorkerThreads, need.intra_op - 1));
   return lines;
 }
 

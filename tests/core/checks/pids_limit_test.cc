@@ -50,7 +50,10 @@ TEST(CheckPidsLimit, ContainerPidsLimitBelowTheNeedIsCritical) {
       << finding.summary;
   EXPECT_NE(joined(finding.remedy).find("docker run --pids-limit 4096"), std::string::npos)
       << joined(finding.remedy);
-  EXPECT_NE(joined(finding.remedy).find("lower num_workers"), std::string::npos);
+  // (52 - 4 OMP - 4 helpers) / (3 + 1 feeder) = 11 workers fit.
+  EXPECT_NE(joined(finding.remedy).find("num_workers=11 fits the room left"), std::string::npos)
+      << joined(finding.remedy);
+  EXPECT_NE(joined(finding.remedy).find("OMP_NUM_THREADS=1 saves 3 per rank"), std::string::npos);
 }
 
 TEST(CheckPidsLimit, WithinTwiceTheNeedWarns) {
