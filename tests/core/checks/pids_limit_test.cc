@@ -93,6 +93,19 @@ TEST(CheckPidsLimit, RanksMultiplyAndAddALauncher) {
   EXPECT_EQ(finding.severity, Severity::kWarn);
 }
 
+TEST(CheckPidsLimit, NestedOmpListUsesTheOuterLevel) {
+  FakeSyscalls syscalls;
+  Context context = fixture_context("pids_docker_v1", syscalls);
+  context.environment["OMP_NUM_THREADS"] = "6,2";
+  const CheckOptions options;
+  const Finding finding = check_pids_limit(CheckInput{context, options, Runtime{}}).front();
+  EXPECT_EQ(evidence_text(finding, "intra_op_threads"), "6");
+  context.environment["OMP_NUM_THREADS"] = "lots";  // unusable: the CPUs decide
+  const Finding cpus = check_pids_limit(CheckInput{context, options, Runtime{}}).front();
+  EXPECT_EQ(evidence_text(cpus, "intra_op_threads"), "8");
+  EXPECT_EQ(evidence_text(cpus, "intra_op_threads_source"), "Cpus_allowed_list");
+}
+
 TEST(CheckPidsLimit, NothingReadableIsUnknownWithTheReasons) {
   const Finding finding = run("no_such_scenario", 8);
   EXPECT_EQ(finding.severity, Severity::kUnknown);
