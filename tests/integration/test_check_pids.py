@@ -4,11 +4,13 @@
 below our own: with pids.max 20 it must be critical, with 100000 ok. With
 torch installed, the same small cgroup makes a real DataLoader with 8 workers
 fail the way the check predicts (fork EAGAIN or "can't start new thread"), and
-the num_workers its remedy names finishes there.
+the num_workers its remedy names finishes there. `headroom explain` of a real
+torch "can't start new thread" log confirms pid_limit in a cgroup with pids.max 12.
 Every cgroup is removed and only processes started here are killed, by pid.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, MemoryCgroup, check_json, evidence, finding, have_torch
+from conftest import PYTHON, REPO, MemoryCgroup, check_json, evidence, finding, have_torch
 
 
 class PidsCgroup(MemoryCgroup):
@@ -112,3 +114,18 @@ def test_dataloader_fails_where_the_check_says_and_its_fix_works(headroom):
     assert 0 < workers < 8
     fixed = run_dataloader(20, workers)
     assert fixed.returncode == 0 and "finished" in fixed.stdout, fixed.stderr[-2000:]
+
+
+@pytest.mark.parametrize("pids_max,verdict", [(12, "confirms"), (100000, "neutral")])
+def test_explain_confirms_pid_limit_in_a_small_cgroup(headroom, pids_max, verdict):
+    log = REPO / "tests/logs/pid_limit/torch113_pids_max_threads.log"
+    with PidsCgroup(pids_max) as cgroup:
+        result = subprocess.run(cgroup.wrap([headroom, "explain", "--json", str(log)]),
+                                capture_output=True, text=True, timeout=60)
+    report = json.loads(result.stdout)
+    assert report["candidates"][0]["cause"] == "pid_limit"
+    facts = [fact for fact in report["host"]["facts"] if fact["check"] == "pids.limit"]
+    assert len(facts) == 1, report["host"]
+    assert facts[0]["verdict"] == verdict, facts[0]["summary"]
+    if verdict == "confirms":
+        assert "pids.max of /sys/fs/cgroup" in facts[0]["summary"]
