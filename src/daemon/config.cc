@@ -136,6 +136,11 @@ Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertC
       applied = set_percent(alerts.usage_clear_margin);
     } else if (key == "eta_horizon") {
       applied = set_seconds(alerts.eta_horizon);
+    } else if (key == "eta_min_span") {
+      applied = reader.duration(node, key).map(
+          [&](std::chrono::milliseconds value) { alerts.eta_min_span = whole_seconds(value); });
+    } else if (key == "memory_eta_below_percent") {
+      applied = set_percent(alerts.memory_eta_below_percent.emplace());
     } else if (key == "eta_clear_factor") {
       applied = set_number(alerts.eta_clear_factor);
     } else if (key == "psi_full_percent") {

@@ -59,7 +59,8 @@ void eta_condition(const AlertConfig& config, std::string rule, std::string subj
   const double horizon = static_cast<double>(config.eta_horizon.count());
   // A trend seen for less than eta_min_span is not stable enough to warn about.
   const bool known = estimate != nullptr && estimate->eta_seconds.has_value() &&
-                     estimate->span_seconds >= static_cast<double>(config.eta_min_span.count());
+                     estimate->span_seconds >=
+                         static_cast<double>(config.eta_min_span.value_or(std::chrono::seconds(0)).count());
   const double eta = known ? *estimate->eta_seconds : INFINITY;
   const std::string summary =
       known ? fmt::format("{} full in {} at the current rate", what, eta_text(eta))
@@ -116,10 +117,21 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
   }
   if (sample.memory) {
     const FillEstimate* memory = predictions.memory ? &*predictions.memory : nullptr;
-    if (config_.memory_eta_below_percent && sample.memory->total_bytes > 0 &&
-        100.0 * static_cast<double>(sample.memory->available_bytes) /
-                static_cast<double>(sample.memory->total_bytes) >=
-            *config_.memory_eta_below_percent) {
+    // The memory left to the job, of how much: the host's, or the cgroup's
+    // when its room is smaller (as History predicts it).
+    double left = static_cast<double>(sample.memory->available_bytes);
+    double total = static_cast<double>(sample.memory->total_bytes);
+    if (sample.cgroup && sample.cgroup->limit_bytes) {
+      const std::uint64_t limit = *sample.cgroup->limit_bytes;
+      const std::uint64_t usage = sample.cgroup->usage_bytes;
+      const double room = static_cast<double>(limit > usage ? limit - usage : 0);
+      if (room < left) {
+        left = room;
+        total = static_cast<double>(limit);
+      }
+    }
+    if (config_.memory_eta_below_percent && total > 0 &&
+        100.0 * left / total >= *config_.memory_eta_below_percent) {
       memory = nullptr;  // plenty available: no time-to-full warning yet
     }
     eta_condition(config_, "memory_fill_eta", "memory", memory, "memory", {}, Severity::kWarn, out);

@@ -32,12 +32,16 @@ struct AlertConfig {
   std::chrono::seconds eta_horizon{3600};
   /// An ETA alert resolves once the ETA is above horizon x this (or no longer filling).
   double eta_clear_factor = 1.5;
-  /// An ETA alert fires only once its trend covers at least this long (0: as soon
-  /// as the estimate exists). `run` sets it so a short job's start-up is not a warning.
-  std::chrono::seconds eta_min_span{0};
-  /// When set, memory_fill_eta fires only while MemAvailable is below this
-  /// percentage of total memory (a steady allocation with plenty left is not a warning).
-  std::optional<double> memory_eta_below_percent;
+  /// An ETA alert fires only once its trend covers at least this long: a few
+  /// seconds of samples are noise, and one write after a flat stretch is a step,
+  /// not a rate. Unset: a quarter of the watch window (Watcher fills it in;
+  /// 0 for an AlertEngine used alone). `run` sets a minute.
+  std::optional<std::chrono::seconds> eta_min_span;
+  /// memory_fill_eta fires only while the memory left to the job (MemAvailable,
+  /// or the cgroup's room when smaller) is below this percentage of its total
+  /// (host memory or the cgroup limit): a steady allocation with plenty left is
+  /// a job starting up, not running out. Unset: any level.
+  std::optional<double> memory_eta_below_percent = 50.0;
   /// PSI memory "full" avg10 (percent) above this ...
   double psi_full_threshold = 10.0;
   /// ... for at least this long fires.

@@ -19,6 +19,8 @@ listen = "127.0.0.1:9999"
 [alerts]
 warn_percent = 80
 eta_horizon = "30m"
+eta_min_span = "90s"
+memory_eta_below_percent = 30
 ckpt_size = "20GiB"
 keep = 2
 [sinks]
@@ -38,6 +40,8 @@ queue = 8
   EXPECT_EQ(config.listen, "127.0.0.1:9999");
   EXPECT_EQ(config.watch.alerts.warn_percent, 80);
   EXPECT_EQ(config.watch.alerts.eta_horizon, std::chrono::minutes(30));
+  EXPECT_EQ(config.watch.alerts.eta_min_span, std::chrono::seconds(90));
+  EXPECT_EQ(config.watch.alerts.memory_eta_below_percent, 30.0);
   EXPECT_EQ(config.watch.alerts.checkpoint_bytes, 20ull << 30);
   EXPECT_FALSE(config.stderr_alerts);
   ASSERT_EQ(config.sinks.size(), 2u);

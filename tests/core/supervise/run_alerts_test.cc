@@ -39,10 +39,19 @@ bool fires(AlertEngine& engine, const Sample& sample, const Predictions& predict
   return false;
 }
 
-TEST(RunAlertOptions, WatchDefaultsWarnOnAnyMemoryTrend) {
+TEST(RunAlertOptions, WatchDefaultsWarnOnAMemoryTrendOnceLessThanHalfIsLeft) {
   AlertEngine engine;
-  EXPECT_TRUE(fires(engine, memory_sample(64 * kGiB, 60 * kGiB), memory_filling(5, 180),
+  EXPECT_FALSE(fires(engine, memory_sample(64 * kGiB, 60 * kGiB), memory_filling(5, 180),
+                     "memory_fill_eta"));
+  EXPECT_TRUE(fires(engine, memory_sample(64 * kGiB, 30 * kGiB), memory_filling(5, 180),
                     "memory_fill_eta"));
+}
+
+TEST(RunAlertOptions, AFullingCgroupCountsEvenWhenTheHostHasPlenty) {
+  AlertEngine engine;
+  Sample sample = memory_sample(64 * kGiB, 60 * kGiB);
+  sample.cgroup = CgroupSample{"/job", 8 * kGiB, 7 * kGiB, 0};  // 1 of 8 GiB left
+  EXPECT_TRUE(fires(engine, sample, memory_filling(5, 180), "memory_fill_eta"));
 }
 
 TEST(RunAlertOptions, AShortTrendIsNotAWarning) {
