@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -29,7 +30,7 @@ constexpr std::string_view kWhy =
 constexpr std::uint64_t kSignificantBytes = kMiB;
 constexpr double kSignificantShare = 0.05;
 
-std::string pid_list(const std::vector<int>& pids) {
+std::string pid_list(std::span<const int> pids) {
   constexpr std::size_t kShown = 8;
   std::string out;
   for (std::size_t i = 0; i < pids.size() && i < kShown; ++i) {
@@ -108,8 +109,13 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
   }
   std::string visibility;
   if (!index.unreadable_pids().empty()) {
-    visibility = fmt::format(" ({} processes could not be inspected: run as root to be sure)",
-                             index.unreadable_pids().size());
+    // As root, what stays unreadable is another user namespace or a sandbox.
+    const std::size_t unreadable = index.unreadable_pids().size();
+    visibility = fmt::format(" ({} process{} could not be inspected{})", unreadable,
+                             unreadable == 1 ? "" : "es",
+                             input.context.syscalls->effective_uid() == 0
+                                 ? ", not even as root: pid " + pid_list(index.unreadable_pids())
+                                 : ": run as root to be sure");
   }
 
   if (total_stale == 0) {
