@@ -180,7 +180,12 @@ std::string render_step(const WatchStep& step) {
                                                   : std::string("none"),
                        sample.cgroup->oom_kills);
   }
-  if (sample.fds) out += fmt::format("fds: {} open of {}\n", sample.fds->open, sample.fds->limit);
+  if (sample.fds) {
+    out += sample.fds->system
+               ? fmt::format("file handles: {} allocated system-wide of {}\n", sample.fds->open,
+                             sample.fds->limit)
+               : fmt::format("fds: {} open of {}\n", sample.fds->open, sample.fds->limit);
+  }
   if (sample.shm_stale_bytes) {
     out += fmt::format("stale /dev/shm: {}\n", format_bytes(*sample.shm_stale_bytes));
   }

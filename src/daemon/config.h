@@ -38,6 +38,8 @@ struct DeliveryOptions {
 
 /// Everything `watch` runs with.
 struct DaemonConfig {
+  DaemonConfig() { watch.sample.process_fds = false; }  // the daemon's own fds say nothing
+
   WatchOptions watch;
   std::chrono::milliseconds interval{5000};
   std::optional<std::string> listen;  ///< "ADDR:PORT"; nullopt: no exporter

@@ -141,7 +141,12 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
                 {{"scope", "system"}, {"cgroup", ""}},
                 static_cast<double>(*sample.system_oom_kills));
   }
-  if (sample.fds) {
+  if (sample.fds && sample.fds->system) {
+    out.gauge("headroom_file_handles_allocated", "File handles allocated system-wide (file-nr)",
+              {}, static_cast<double>(sample.fds->open));
+    out.gauge("headroom_file_handles_max", "fs.file-max", {},
+              static_cast<double>(sample.fds->limit));
+  } else if (sample.fds) {
     out.gauge("headroom_fds_open", "Open file descriptors of the watched process", {},
               static_cast<double>(sample.fds->open));
     if (sample.fds->limit != Limit::kUnlimited) {

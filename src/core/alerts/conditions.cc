@@ -180,8 +180,11 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
     out.push_back({"fd_usage", "fds", Severity::kWarn, used >= config_.warn_percent,
                    used < config_.warn_percent - config_.usage_clear_margin, false, used,
                    config_.warn_percent,
-                   fmt::format("{} of {} file descriptors open", sample.fds->open,
-                               sample.fds->limit),
+                   sample.fds->system
+                       ? fmt::format("{} of {} file handles allocated system-wide",
+                                     sample.fds->open, sample.fds->limit)
+                       : fmt::format("{} of {} file descriptors open", sample.fds->open,
+                                     sample.fds->limit),
                    {}});
   }
   return out;

@@ -99,7 +99,9 @@ Json to_json(const WatchStep& step) {
                                         {"oom_kills", sample.cgroup->oom_kills}}
                                  : Json(nullptr);
   json["system_oom_kills"] = optional_json(sample.system_oom_kills);
-  json["fds"] = sample.fds ? Json{{"open", sample.fds->open}, {"limit", sample.fds->limit}}
+  json["fds"] = sample.fds ? Json{{"open", sample.fds->open},
+                                  {"limit", sample.fds->limit},
+                                  {"scope", sample.fds->system ? "system" : "process"}}
                            : Json(nullptr);
   json["shm_stale_bytes"] = optional_json(sample.shm_stale_bytes);
   json["probes"] = Json::array();

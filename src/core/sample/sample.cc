@@ -71,7 +71,7 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
   sample_pressure(context, sample);
   sample_cgroup(context, mounts ? *mounts : nullptr, sample);
   sample_vmstat(context, sample);
-  sample_fds(context, sample);
+  sample_fds(context, options, sample);
   if (options.shm && options.shm_stale) sample_shm_stale(context, options, memo, sample);
   return sample;
 }

@@ -75,6 +75,9 @@ struct CgroupSample {
 struct FdSample {
   std::uint64_t open = 0;
   std::uint64_t limit = 0;  ///< soft limit; Limit::kUnlimited when unlimited
+  /// The system's file handles (file-nr allocated) against fs.file-max, not
+  /// one process's fds against its RLIMIT_NOFILE (SampleOptions::process_fds).
+  bool system = false;
 };
 
 /// How one probe went in this sample: exported as headroom_probe_success and
@@ -118,6 +121,10 @@ struct SampleOptions {
   /// With a SampleMemo, the /proc scan reruns only when a candidate file is
   /// new or has grown, or when the last scan is older than this.
   std::chrono::seconds shm_stale_rescan{60};
+  /// The context's process's open fds against its RLIMIT_NOFILE (a job under
+  /// `run`, the training process of the Python module); false: the system's
+  /// file handles against fs.file-max, for a daemon whose own fds say nothing.
+  bool process_fds = true;
 };
 
 /// What one sample leaves for the next so that a long watch stays cheap: the

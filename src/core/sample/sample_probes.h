@@ -23,8 +23,9 @@ void sample_pressure(const Context& context, Sample& sample);
 void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample);
 /// /proc/vmstat oom_kill ("vmstat").
 void sample_vmstat(const Context& context, Sample& sample);
-/// Entries of /proc/<pid>/fd against RLIMIT_NOFILE ("fds").
-void sample_fds(const Context& context, Sample& sample);
+/// Entries of /proc/<pid>/fd against RLIMIT_NOFILE, or the system's file-nr
+/// against fs.file-max ("fds").
+void sample_fds(const Context& context, const SampleOptions& options, Sample& sample);
 /// Bytes of /dev/shm files nobody holds ("shm_stale"); `memo` (may be null)
 /// spares the /proc scan while the candidate files are unchanged.
 void sample_shm_stale(const Context& context, const SampleOptions& options, SampleMemo* memo,

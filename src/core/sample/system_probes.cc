@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/probes/cgroup.h"
+#include "core/probes/file_nr.h"
 #include "core/probes/meminfo.h"
 #include "core/probes/pressure.h"
 #include "core/sample/sample_probes.h"
@@ -55,8 +56,13 @@ void sample_vmstat(const Context& context, Sample& sample) {
   });
 }
 
-void sample_fds(const Context& context, Sample& sample) {
+void sample_fds(const Context& context, const SampleOptions& options, Sample& sample) {
   run_probe(context, sample, "fds", [&]() -> Result<void> {
+    if (!options.process_fds) {
+      return read_file_nr(context).map([&](const FileNr& handles) {
+        sample.fds = FdSample{handles.allocated, handles.max, true};
+      });
+    }
     const std::filesystem::path directory = context.process_file("fd");
     std::error_code error;
     std::uint64_t open = 0;

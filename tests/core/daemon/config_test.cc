@@ -130,5 +130,30 @@ TEST(MetricFamilies, ShmHasItsOwnFamilyAndEtaOnlyWhenFilling) {
   }
 }
 
+TEST(MetricFamilies, SystemFileHandlesAndProcessFdsHaveTheirOwnNames) {
+  const auto families = [](FdSample fds) {
+    Snapshot snapshot;
+    snapshot.step.sample.fds = fds;
+    std::map<std::string, double> values;
+    for (const auto& family : to_metric_families(snapshot)) {
+      for (const auto& metric : family.metric) values[family.name] = metric.gauge.value;
+    }
+    return values;
+  };
+  auto system = families(FdSample{2016, 1000000, true});
+  EXPECT_EQ(system["headroom_file_handles_allocated"], 2016);
+  EXPECT_EQ(system["headroom_file_handles_max"], 1000000);
+  EXPECT_EQ(system.count("headroom_fds_open"), 0U);
+  auto process = families(FdSample{12, 1024, false});
+  EXPECT_EQ(process["headroom_fds_open"], 12);
+  EXPECT_EQ(process["headroom_fds_limit"], 1024);
+  EXPECT_EQ(process.count("headroom_file_handles_allocated"), 0U);
+}
+
+TEST(DaemonConfig, TheDaemonWatchesTheSystemsFileHandlesNotItsOwnFds) {
+  EXPECT_FALSE(DaemonConfig{}.watch.sample.process_fds);
+  EXPECT_TRUE(WatchOptions{}.sample.process_fds);
+}
+
 }  // namespace
 }  // namespace headroom::daemon
