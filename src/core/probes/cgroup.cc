@@ -196,7 +196,7 @@ std::optional<std::uint64_t> MemoryCgroup::headroom_bytes() const {
 }
 
 Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view pid,
-                                        const std::vector<MountEntry>* mounts) {
+                                        const std::vector<MountEntry>* mounts, bool details) {
   const SysRoot& root = context.root;
   const std::string process(pid);
   auto cgroup_text = root.read(root.proc(process + "/cgroup"), 64 * 1024);
@@ -232,9 +232,13 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
   }
   cgroup.usage_bytes = usage.value_or(0);
   cgroup.limit_bytes = limit_of(limit_text);
-  cgroup.peak_bytes =
-      read_number(context, cgroup.directory, v1 ? "memory.max_usage_in_bytes" : "memory.peak");
-  if (auto stat = read_file(context, cgroup.directory, "memory.stat")) {
+  if (details) {
+    cgroup.peak_bytes =
+        read_number(context, cgroup.directory, v1 ? "memory.max_usage_in_bytes" : "memory.peak");
+  }
+  // v1 states the hierarchical limit only in memory.stat (see below).
+  if (auto stat = details || v1 ? read_file(context, cgroup.directory, "memory.stat")
+                                : std::nullopt) {
     if (auto values = parse_flat_keyed(*stat)) cgroup.stat = std::move(*values);
   }
 
@@ -260,13 +264,14 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
         (!cgroup.effective_limit_bytes || found->second < *cgroup.effective_limit_bytes)) {
       cgroup.effective_limit_bytes = found->second;
     }
-    const auto memsw = read_limit(context, cgroup.directory, "memory.memsw.limit_in_bytes");
+    const auto memsw = details ? read_limit(context, cgroup.directory, "memory.memsw.limit_in_bytes")
+                               : std::nullopt;
     if (memsw && cgroup.limit_bytes && *memsw >= *cgroup.limit_bytes) {
       cgroup.swap_limit_bytes = *memsw - *cgroup.limit_bytes;
     }
     cgroup.oom_kills = keyed(read_file(context, cgroup.directory, "memory.oom_control"), "oom_kill");
   } else {
-    cgroup.swap_limit_bytes = read_limit(context, cgroup.directory, "memory.swap.max");
+    if (details) cgroup.swap_limit_bytes = read_limit(context, cgroup.directory, "memory.swap.max");
     const auto events = read_file(context, cgroup.directory, "memory.events");
     cgroup.oom_kills = keyed(events, "oom_kill");
     cgroup.oom_events = keyed(events, "oom");

@@ -37,7 +37,7 @@ void sample_pressure(const Context& context, Sample& sample) {
 
 void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample) {
   run_probe(context, sample, "cgroup", [&]() -> Result<void> {
-    return read_memory_cgroup(context, context.pid, mounts).map([&](const MemoryCgroup& cgroup) {
+    return read_memory_cgroup(context, context.pid, mounts, false).map([&](const MemoryCgroup& cgroup) {
       sample.cgroup = CgroupSample{cgroup.path, cgroup.effective_limit_bytes, cgroup.usage_bytes,
                                    cgroup.oom_kills.value_or(0)};
     });

@@ -88,6 +88,21 @@ TEST(ReadMemoryCgroup, V2InACgroupNamespace) {
   EXPECT_EQ(cgroup->oom_events, 1U);
 }
 
+TEST(ReadMemoryCgroup, WithoutDetailsTheSampledNumbersAreTheSame) {
+  FakeSyscalls syscalls;
+  for (const char* scenario : {"cgroup_v2", "cgroup_v1"}) {
+    const Context context = fixture_context(scenario, syscalls);
+    auto full = read_memory_cgroup(context);
+    auto lean = read_memory_cgroup(context, "self", nullptr, false);
+    ASSERT_TRUE(full && lean) << scenario;
+    EXPECT_EQ(lean->effective_limit_bytes, full->effective_limit_bytes) << scenario;
+    EXPECT_EQ(lean->usage_bytes, full->usage_bytes) << scenario;
+    EXPECT_EQ(lean->oom_kills, full->oom_kills) << scenario;
+    EXPECT_FALSE(lean->peak_bytes) << scenario;
+    EXPECT_FALSE(lean->swap_limit_bytes) << scenario;
+  }
+}
+
 TEST(ReadMemoryCgroup, VanishedPidIsNotFound) {
   FakeSyscalls syscalls;
   auto cgroup = read_memory_cgroup(fixture_context("bare_host", syscalls), "999999");
