@@ -236,9 +236,15 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
     cgroup.peak_bytes =
         read_number(context, cgroup.directory, v1 ? "memory.max_usage_in_bytes" : "memory.peak");
   }
-  // v1 states the hierarchical limit only in memory.stat (see below).
-  if (auto stat = details || v1 ? read_file(context, cgroup.directory, "memory.stat")
-                                : std::nullopt) {
+  // v1 states the hierarchical limit only in memory.stat (see below); without
+  // details it is read only when the ancestors cannot be walked (the cgroup is
+  // the mount's root, as in a v1 container), because on a v1 host memory.stat
+  // sums every descendant cgroup and is the costliest file of a sample.
+  const std::filesystem::path top = root.host(located->mount_point);
+  const bool ancestors_hidden = cgroup.directory == top;
+  if (auto stat = details || (v1 && ancestors_hidden)
+                      ? read_file(context, cgroup.directory, "memory.stat")
+                      : std::nullopt) {
     if (auto values = parse_flat_keyed(*stat)) cgroup.stat = std::move(*values);
   }
 
@@ -246,7 +252,6 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
   // may be unlimited while the pod slice above it is not.
   cgroup.effective_limit_bytes = cgroup.limit_bytes;
   cgroup.effective_limit_directory = cgroup.directory;
-  const std::filesystem::path top = root.host(located->mount_point);
   std::filesystem::path dir = cgroup.directory;
   while (dir != top && dir.native().size() > top.native().size()) {
     dir = dir.parent_path();

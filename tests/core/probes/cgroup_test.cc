@@ -90,7 +90,7 @@ TEST(ReadMemoryCgroup, V2InACgroupNamespace) {
 
 TEST(ReadMemoryCgroup, WithoutDetailsTheSampledNumbersAreTheSame) {
   FakeSyscalls syscalls;
-  for (const char* scenario : {"cgroup_v2", "cgroup_v1"}) {
+  for (const char* scenario : {"cgroup_v2", "cgroup_v1", "docker_64m_shm"}) {
     const Context context = fixture_context(scenario, syscalls);
     auto full = read_memory_cgroup(context);
     auto lean = read_memory_cgroup(context, "self", nullptr, false);
