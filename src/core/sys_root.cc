@@ -6,6 +6,8 @@
 #include <array>
 #include <cerrno>
 
+#include "core/open_files.h"
+
 namespace headroom {
 
 namespace {
@@ -53,6 +55,8 @@ std::filesystem::path SysRoot::display(const std::filesystem::path& rooted) cons
 }
 
 Result<std::string> SysRoot::read(const std::filesystem::path& path, std::size_t limit) const {
+  // A watch sample keeps its pseudo-files open between samples (open_files.h).
+  if (OpenFiles* files = current_open_files()) return files->read(path, limit);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return fail(Error::from_errno(errno, path.string()));
   std::string content;

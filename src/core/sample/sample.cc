@@ -63,6 +63,7 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
   Sample sample;
   sample.time = context.syscalls->now();
   sample.monotonic = context.syscalls->monotonic();
+  const ScopedOpenFiles kept_files(memo != nullptr ? &memo->files : current_open_files());
   // One mount table serves the filesystem and cgroup probes.
   MountTable own_mounts;
   const auto mounts = (memo != nullptr ? memo->mounts : own_mounts).current(context);

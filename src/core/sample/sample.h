@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/open_files.h"
 #include "core/probes/mount_table.h"
 
 namespace headroom {
@@ -135,6 +136,7 @@ struct SampleOptions {
 /// such a change goes unseen.
 struct SampleMemo {
   MountTable mounts;
+  OpenFiles files;  ///< meminfo, PSI, vmstat, cgroup files: kept open, read from offset 0
   struct ShmFile {
     FileId id;
     std::uint64_t bytes = 0;

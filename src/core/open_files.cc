@@ -1,0 +1,76 @@
+#include "core/open_files.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <array>
+
+namespace headroom {
+
+namespace {
+
+thread_local OpenFiles* t_open_files = nullptr;
+
+/// Whether the kernel regenerates the file on each read from offset 0.
+bool pseudo_file(int fd) {
+  struct statfs info {};
+  if (::fstatfs(fd, &info) != 0) return false;
+  switch (info.f_type) {
+    case PROC_SUPER_MAGIC:
+    case SYSFS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Reads from offset 0 to EOF; the errno on failure, 0 on success.
+int read_all(int fd, std::size_t limit, std::string& content) {
+  std::array<char, 8192> buffer{};
+  off_t offset = 0;
+  while (content.size() < limit) {
+    const ssize_t got = ::pread(fd, buffer.data(), buffer.size(), offset);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (got == 0) break;
+    content.append(buffer.data(), static_cast<std::size_t>(got));
+    offset += got;
+  }
+  if (content.size() > limit) content.resize(limit);
+  return 0;
+}
+
+}  // namespace
+
+Result<std::string> OpenFiles::read(const std::filesystem::path& path, std::size_t limit) {
+  std::string content;
+  if (const auto kept = files_.find(path.native()); kept != files_.end()) {
+    if (read_all(kept->second.get(), limit, content) == 0) return content;
+    // The file went away behind the fd (a removed cgroup, an exited pid): open it anew.
+    files_.erase(kept);
+    content.clear();
+  }
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.ok()) return fail(Error::from_errno(errno, path.string()));
+  if (const int error = read_all(fd.get(), limit, content); error != 0) {
+    return fail(Error::from_errno(error, path.string()));
+  }
+  if (pseudo_file(fd.get())) files_.emplace(path.native(), std::move(fd));
+  return content;
+}
+
+ScopedOpenFiles::ScopedOpenFiles(OpenFiles* files) : previous_(t_open_files) {
+  t_open_files = files;
+}
+
+ScopedOpenFiles::~ScopedOpenFiles() { t_open_files = previous_; }
+
+OpenFiles* current_open_files() { return t_open_files; }
+
+}  // namespace headroom
