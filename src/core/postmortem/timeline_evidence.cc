@@ -54,9 +54,17 @@ std::uint64_t min_avail(const SupervisionResult& run, const std::string& path) {
 
 void filesystem_evidence(const PostmortemInput& input, FsRole role, Postmortem& result) {
   const Sample* sample = last_host(*input.run);
-  const std::string named = input.diagnosis != nullptr && !input.diagnosis->fields.paths.empty()
-                                ? input.diagnosis->fields.paths.front()
-                                : std::string();
+  // The path the log names, when it is on a filesystem of this role: a
+  // shared-memory failure's log also names the job's script and data files.
+  std::string named;
+  if (input.diagnosis != nullptr) {
+    for (const std::string& path : input.diagnosis->fields.paths) {
+      if (role != FsRole::kShm || path.starts_with("/dev/shm")) {
+        named = path;
+        break;
+      }
+    }
+  }
   if (!named.empty()) result.evidence.push_back({"path", named, ""});
   if (sample == nullptr) {
     result.resource = named.empty() ? std::string(to_string(role)) : named;
