@@ -3,8 +3,11 @@
 // GNU grep, which reads one line at a time.
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -29,10 +32,15 @@ std::string ere(std::string pattern) {
 
 /// Whether GNU grep -E matches `line` with `pattern` (exit 0), or reports an error (2).
 int grep(const std::string& pattern, const std::string& line) {
-  const std::string file = ::testing::TempDir() + "/ere_test_pattern";
+  // ctest runs these tests as parallel processes: one file per process and
+  // call, in the build tree (never the host's /tmp).
+  static int calls = 0;
+  const std::string file = std::filesystem::current_path().string() + "/ere_test_pattern." +
+                           std::to_string(::getpid()) + "." + std::to_string(++calls);
   std::ofstream(file) << pattern << "\n";
   const std::string command = "printf '%s\\n' '" + line + "' | LC_ALL=C grep -qE -f " + file;
   const int status = std::system(command.c_str());
+  std::remove(file.c_str());
   return WEXITSTATUS(status);
 }
 
@@ -58,10 +66,12 @@ TEST(Ere, AClassOfOnlyANewlineNeverMatchesAndStaysValid) {
 TEST(Ere, EveryBuiltInPatternIsValidForGrep) {
   auto catalog = load_catalog({});
   ASSERT_TRUE(catalog.has_value());
-  const std::string file = ::testing::TempDir() + "/ere_test_catalog";
+  const std::string file =
+      std::filesystem::current_path().string() + "/ere_test_catalog." + std::to_string(::getpid());
   std::ofstream(file) << patterns_as_ere(*catalog);
   const std::string command = "echo x | LC_ALL=C grep -E -f " + file + " >/dev/null";
   const int status = std::system(command.c_str());
+  std::remove(file.c_str());
   EXPECT_NE(WEXITSTATUS(status), 2) << "grep rejected an exported pattern";
 }
 
