@@ -31,11 +31,14 @@ install: build
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
 
+# pytest's own scratch dirs live in the build tree, not in the host's /tmp.
+PYTEST := $(PYTHON) -m pytest -q --basetemp=$(abspath build/pytest-tmp)
+
 integration: build
-	HEADROOM_BIN=$(abspath $(HEADROOM)) $(PYTHON) -m pytest -q tests/integration
+	HEADROOM_BIN=$(abspath $(HEADROOM)) $(PYTEST) tests/integration
 
 pytest: build
-	PYTHONPATH=$(abspath python) HEADROOM_BIN=$(abspath $(HEADROOM)) $(PYTHON) -m pytest -q tests/python
+	PYTHONPATH=$(abspath python) HEADROOM_BIN=$(abspath $(HEADROOM)) $(PYTEST) tests/python
 
 promtool: deps
 	tests/promtool/run

@@ -1,5 +1,7 @@
 #include "core/signatures/catalog.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <map>
 #include <set>
@@ -63,7 +65,8 @@ TEST(ParseCatalog, ErrorsNameTheFileAndTheSignature) {
 }
 
 TEST(LoadCatalog, UserSignaturesAddToAndReplaceBuiltinOnes) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "headroom-catalog-test";
+  const std::filesystem::path dir =
+      std::filesystem::current_path() / ("headroom-catalog-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "mine.toml") << R"(
 [[signature]]

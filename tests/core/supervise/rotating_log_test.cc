@@ -19,7 +19,7 @@ std::string slurp(const std::filesystem::path& path) {
 class RotatingLogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
+    dir_ = std::filesystem::current_path() /  // the build tree, not the host's /tmp
            ("headroom-log-test-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
