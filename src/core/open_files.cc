@@ -28,8 +28,9 @@ bool pseudo_file(int fd) {
   }
 }
 
-/// Reads from offset 0 to EOF; the errno on failure, 0 on success.
-int read_all(int fd, std::size_t limit, std::string& content) {
+}  // namespace
+
+int read_from_start(int fd, std::size_t limit, std::string& content) {
   std::array<char, 8192> buffer{};
   off_t offset = 0;
   while (content.size() < limit) {
@@ -46,19 +47,17 @@ int read_all(int fd, std::size_t limit, std::string& content) {
   return 0;
 }
 
-}  // namespace
-
 Result<std::string> OpenFiles::read(const std::filesystem::path& path, std::size_t limit) {
   std::string content;
   if (const auto kept = files_.find(path.native()); kept != files_.end()) {
-    if (read_all(kept->second.get(), limit, content) == 0) return content;
+    if (read_from_start(kept->second.get(), limit, content) == 0) return content;
     // The file went away behind the fd (a removed cgroup, an exited pid): open it anew.
     files_.erase(kept);
     content.clear();
   }
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd.ok()) return fail(Error::from_errno(errno, path.string()));
-  if (const int error = read_all(fd.get(), limit, content); error != 0) {
+  if (const int error = read_from_start(fd.get(), limit, content); error != 0) {
     return fail(Error::from_errno(error, path.string()));
   }
   if (pseudo_file(fd.get())) files_.emplace(path.native(), std::move(fd));

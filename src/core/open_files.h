@@ -16,6 +16,10 @@
 
 namespace headroom {
 
+/// Reads a kept fd's file whole with pread from offset 0 (at most `limit`
+/// bytes, appended to `content`); 0, or the errno of the failed read.
+[[nodiscard]] int read_from_start(int fd, std::size_t limit, std::string& content);
+
 /// Open fds of pseudo-files by path. Not thread-safe: one sampler owns it.
 class OpenFiles {
  public:

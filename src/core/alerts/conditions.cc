@@ -117,19 +117,8 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
   }
   if (sample.memory) {
     const FillEstimate* memory = predictions.memory ? &*predictions.memory : nullptr;
-    // The memory left to the job, of how much: the host's, or the cgroup's
-    // when its room is smaller (as History predicts it).
-    double left = static_cast<double>(sample.memory->available_bytes);
-    double total = static_cast<double>(sample.memory->total_bytes);
-    if (sample.cgroup && sample.cgroup->limit_bytes) {
-      const std::uint64_t limit = *sample.cgroup->limit_bytes;
-      const std::uint64_t usage = sample.cgroup->usage_bytes;
-      const double room = static_cast<double>(limit > usage ? limit - usage : 0);
-      if (room < left) {
-        left = room;
-        total = static_cast<double>(limit);
-      }
-    }
+    // The same memory History predicts: the host's, or the cgroup's when tighter.
+    const auto [left, total] = *sample.memory_left();
     if (config_.memory_eta_below_percent && total > 0 &&
         100.0 * left / total >= *config_.memory_eta_below_percent) {
       memory = nullptr;  // plenty available: no time-to-full warning yet

@@ -8,18 +8,6 @@ namespace {
 
 constexpr const char* kMemoryKey = "memory";
 
-/// What memory is left for the job: MemAvailable, capped by the cgroup's room.
-std::optional<double> memory_remaining(const Sample& sample) {
-  if (!sample.memory) return std::nullopt;
-  double remaining = static_cast<double>(sample.memory->available_bytes);
-  if (sample.cgroup && sample.cgroup->limit_bytes) {
-    const std::uint64_t limit = *sample.cgroup->limit_bytes;
-    const std::uint64_t usage = sample.cgroup->usage_bytes;
-    remaining = std::min(remaining, static_cast<double>(limit > usage ? limit - usage : 0));
-  }
-  return remaining;
-}
-
 }  // namespace
 
 const FillEstimate* Predictions::filesystem(const std::string& path) const {
@@ -55,9 +43,7 @@ void History::add(const Sample& sample) {
     }
     append(series, seconds, static_cast<double>(filesystem.avail_bytes));
   }
-  if (const auto remaining = memory_remaining(sample)) {
-    append(series_[kMemoryKey], seconds, *remaining);
-  }
+  if (const auto left = sample.memory_left()) append(series_[kMemoryKey], seconds, left->first);
 }
 
 Predictions History::predict() const {

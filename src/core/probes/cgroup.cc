@@ -195,23 +195,27 @@ std::optional<std::uint64_t> MemoryCgroup::headroom_bytes() const {
   return *effective_limit_bytes > usage_bytes ? *effective_limit_bytes - usage_bytes : 0;
 }
 
-Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view pid,
-                                        const std::vector<MountEntry>* mounts, bool details) {
+Result<CgroupLocation> find_cgroup(const Context& context, std::string_view pid,
+                                   std::string_view controller,
+                                   const std::vector<MountEntry>* mounts) {
   const SysRoot& root = context.root;
   const std::string process(pid);
   auto cgroup_text = root.read(root.proc(process + "/cgroup"), 64 * 1024);
   if (!cgroup_text) return fail(cgroup_text.error());
   auto memberships = parse_proc_cgroup(*cgroup_text);
   if (!memberships) return fail(memberships.error());
-  Result<std::vector<MountEntry>> own_mounts = std::vector<MountEntry>{};
-  if (mounts == nullptr) {
-    auto mountinfo_text = root.read(root.proc(process + "/mountinfo"), 4 << 20);
-    if (!mountinfo_text) return fail(mountinfo_text.error());
-    own_mounts = parse_mountinfo(*mountinfo_text);
-    if (!own_mounts) return fail(own_mounts.error());
-    mounts = &*own_mounts;
-  }
-  auto located = locate_cgroup(*memberships, *mounts, "memory");
+  if (mounts != nullptr) return locate_cgroup(*memberships, *mounts, controller);
+  auto mountinfo_text = root.read(root.proc(process + "/mountinfo"), 4 << 20);
+  if (!mountinfo_text) return fail(mountinfo_text.error());
+  auto own_mounts = parse_mountinfo(*mountinfo_text);
+  if (!own_mounts) return fail(own_mounts.error());
+  return locate_cgroup(*memberships, *own_mounts, controller);
+}
+
+Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view pid,
+                                        const std::vector<MountEntry>* mounts, bool details) {
+  const SysRoot& root = context.root;
+  auto located = find_cgroup(context, pid, "memory", mounts);
   if (!located) return fail(located.error());
 
   const bool v1 = located->version == CgroupVersion::kV1;

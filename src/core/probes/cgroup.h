@@ -65,6 +65,11 @@ struct CgroupLocation {
 [[nodiscard]] Result<CgroupLocation> locate_cgroup(const std::vector<CgroupMembership>& memberships,
                                                    const std::vector<MountEntry>& mounts,
                                                    std::string_view controller);
+/// Reads /proc/<pid>/cgroup (and mountinfo, unless `mounts` is given) and
+/// locates the cgroup of `controller` for that process.
+[[nodiscard]] Result<CgroupLocation> find_cgroup(const Context& context, std::string_view pid,
+                                                 std::string_view controller,
+                                                 const std::vector<MountEntry>* mounts = nullptr);
 
 /// The memory cgroup of a process, read at one moment.
 struct MemoryCgroup {

@@ -7,7 +7,13 @@
 
 #include <string>
 
+#include "core/open_files.h"
+
 namespace headroom {
+
+namespace {
+constexpr std::size_t kMountinfoLimit = 4 << 20;  // as the cgroup probe reads it
+}  // namespace
 
 bool MountTable::changed() const {
   if (!loaded_ || !pollable_) return true;
@@ -26,19 +32,10 @@ Result<const std::vector<MountEntry>*> MountTable::current(const Context& contex
   }
   // A seq_file is regenerated from offset 0; read it whole.
   std::string text;
-  char buffer[16384];
-  for (off_t offset = 0;;) {
-    const ssize_t got = ::pread(fd_.get(), buffer, sizeof buffer, offset);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const Error error = Error::from_errno(errno, path.string());
-      fd_ = UniqueFd();
-      loaded_ = false;
-      return fail(error);
-    }
-    if (got == 0) break;
-    text.append(buffer, static_cast<std::size_t>(got));
-    offset += got;
+  if (const int error = read_from_start(fd_.get(), kMountinfoLimit, text); error != 0) {
+    fd_ = UniqueFd();
+    loaded_ = false;
+    return fail(Error::from_errno(error, path.string()));
   }
   auto parsed = parse_mountinfo(text);
   if (!parsed) return fail(parsed.error());

@@ -28,16 +28,7 @@ std::optional<std::uint64_t> PidsCgroup::room() const {
 
 Result<PidsCgroup> read_pids_cgroup(const Context& context, std::string_view pid) {
   const SysRoot& root = context.root;
-  const std::string process(pid);
-  auto cgroup_text = root.read(root.proc(process + "/cgroup"), 64 * 1024);
-  if (!cgroup_text) return fail(cgroup_text.error());
-  auto memberships = parse_proc_cgroup(*cgroup_text);
-  if (!memberships) return fail(memberships.error());
-  auto mountinfo_text = root.read(root.proc(process + "/mountinfo"), 4 << 20);
-  if (!mountinfo_text) return fail(mountinfo_text.error());
-  auto mounts = parse_mountinfo(*mountinfo_text);
-  if (!mounts) return fail(mounts.error());
-  auto place = locate_cgroup(*memberships, *mounts, "pids");
+  auto place = find_cgroup(context, pid, "pids");
   if (!place) return fail(place.error());
 
   PidsCgroup cgroup;

@@ -31,6 +31,19 @@ double MemorySample::used_percent() const {
   return 100.0 * static_cast<double>(used) / static_cast<double>(total_bytes);
 }
 
+std::optional<std::pair<double, double>> Sample::memory_left() const {
+  if (!memory) return std::nullopt;
+  std::pair<double, double> left{static_cast<double>(memory->available_bytes),
+                                 static_cast<double>(memory->total_bytes)};
+  if (cgroup && cgroup->limit_bytes) {
+    const std::uint64_t limit = *cgroup->limit_bytes;
+    const std::uint64_t usage = cgroup->usage_bytes;
+    const double room = static_cast<double>(limit > usage ? limit - usage : 0);
+    if (room < left.first) left = {room, static_cast<double>(limit)};
+  }
+  return left;
+}
+
 const ProbeStatus* Sample::probe(std::string_view name) const {
   for (const ProbeStatus& status : probes) {
     if (status.probe == name) return &status;

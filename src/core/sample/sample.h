@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/context.h"
@@ -106,6 +107,9 @@ struct Sample {
 
   /// The probe status of `probe`, or nullptr when it did not run.
   [[nodiscard]] const ProbeStatus* probe(std::string_view name) const;
+  /// Memory left to the job and of how much: MemAvailable of host memory, or
+  /// the cgroup's room of its limit when that is smaller. nullopt without meminfo.
+  [[nodiscard]] std::optional<std::pair<double, double>> memory_left() const;
 };
 
 /// What to sample.
