@@ -55,6 +55,8 @@ std::string_view strip_prefixes(std::string_view text) {
       R"(|pod/[\w.-]+(?:/[\w.-]+)?\s+)"                             // kubectl logs --prefix (old)
       R"(|\[pod/[\w.-]+/[\w.-]+\]\s+)"                            // kubectl logs --prefix
       R"(|[\w.-]+-\w+\s+\|\s)"                                     // docker compose "name-1 | "
+      R"(|(?:stdout|stderr) [FP] )"                                  // CRI log file (/var/log/pods)
+      R"(|\{"log":")"                                               // docker json-file log
       R"(|\d+:\s))"                                                  // srun -l "3: "
       ")+)",
       RE2::Quiet);

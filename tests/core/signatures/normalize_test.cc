@@ -28,6 +28,9 @@ TEST(StripPrefixes, DropsTimestampsRanksAndCollectorPrefixes) {
       {"May 12 03:14:07 gpu-7 kernel: [ 2893.596762] Memory cgroup out of memory", "Memory cgroup out of memory"},
       {"[2024-03-02 11:20:33,201] [INFO] saving", "[INFO] saving"},
       {"[pod/trainer-0/main] Killed process 12 (python)", "Killed process 12 (python)"},
+      {"2024-04-02T07:19:11.302308812Z stderr F MemoryError", "MemoryError"},  // CRI log file
+      {R"({"log":"MemoryError\n","stream":"stderr"})", R"(MemoryError\n","stream":"stderr"})"},  // docker json-file
+      {"2024-04-02T07:19:11.302274010Z stderr F   File \"/app/x.py\", line 1", "  File \"/app/x.py\", line 1"},
       {"  File \"train.py\", line 3", "  File \"train.py\", line 3"},  // indentation of tracebacks stays
   };
   for (const auto& c : cases) EXPECT_EQ(strip_prefixes(c.raw), c.rest) << c.raw;
