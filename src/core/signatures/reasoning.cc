@@ -44,6 +44,29 @@ struct Building {
   std::uint64_t first_order = ~std::uint64_t{0};
 };
 
+/// Lets a cause supported by a strong line lead over a wrapper cause.
+// Wrappers: NCCL timeouts and lost connections are what the surviving ranks
+// print when a peer died, and "Caught <X> in DataLoader worker" re-raises
+// whatever the worker hit. Without a decisive line of their own, any other
+// cause the log supports as strongly is the first failure; not a stop by a
+// user or scheduler, which may well have followed a hung collective.
+void lead_past_wrappers(std::vector<Building>& ranked) {
+  if (ranked.size() < 2 || ranked[0].decisive) return;
+  const std::string& top = ranked[0].candidate.cause;
+  const char* why = top == "nccl_network"   ? "the NCCL timeouts and lost connections in the log follow from this: "
+                                              "the other ranks wait for (or lose) the process that died."
+                    : top == "dataset_code" ? "the exception re-raised from the DataLoader worker is this error, "
+                                              "not a bug in the dataset code."
+                                            : nullptr;
+  if (why == nullptr) return;
+  const auto first = std::find_if(ranked.begin() + 1, ranked.end(), [](const Building& b) {
+    return b.candidate.score >= kStrong && b.candidate.cause != "terminated" && b.candidate.cause != "interrupted";
+  });
+  if (first == ranked.end()) return;
+  first->candidate.reasoning.emplace_back(why);
+  std::rotate(ranked.begin(), first, first + 1);
+}
+
 }  // namespace
 
 std::string cause_for_path(std::string_view path, std::string_view fallback) {
@@ -138,24 +161,7 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     if (a.candidate.score != b.candidate.score) return a.candidate.score > b.candidate.score;
     return a.first_order < b.first_order;
   });
-  // Wrappers: NCCL timeouts and lost connections are what the surviving ranks
-  // print when a peer died, and "Caught <X> in DataLoader worker" re-raises
-  // whatever the worker hit. Without a decisive line of their own, any other
-  // cause the log supports as strongly is the first failure.
-  if (ranked.size() > 1 && !ranked[0].decisive) {
-    const std::string& top = ranked[0].candidate.cause;
-    const char* why = top == "nccl_network"   ? "the NCCL timeouts and lost connections in the log follow from this: "
-                                                "the other ranks wait for (or lose) the process that died."
-                      : top == "dataset_code" ? "the exception re-raised from the DataLoader worker is this error, "
-                                                "not a bug in the dataset code."
-                                              : nullptr;
-    const auto first = std::find_if(ranked.begin() + 1, ranked.end(),
-                                    [](const Building& b) { return b.candidate.score >= kStrong; });
-    if (why != nullptr && first != ranked.end()) {
-      first->candidate.reasoning.emplace_back(why);
-      std::rotate(ranked.begin(), first, first + 1);
-    }
-  }
+  lead_past_wrappers(ranked);
   if (ranked.size() > 1 && ranked[0].candidate.confidence == Confidence::kHigh &&
       ranked[1].candidate.confidence == Confidence::kHigh &&
       ranked[1].candidate.score * 2 > ranked[0].candidate.score) {
