@@ -48,8 +48,10 @@ struct Building {
 // Wrappers: NCCL timeouts and lost connections are what the surviving ranks
 // print when a peer died, and "Caught <X> in DataLoader worker" re-raises
 // whatever the worker hit. Without a decisive line of their own, any other
-// cause the log supports as strongly is the first failure; not a stop by a
-// user or scheduler, which may well have followed a hung collective.
+// cause the log supports as strongly is the first failure (the worker's error
+// is what made a rank stop, so NCCL timeouts yield to it, not the reverse);
+// never a stop by a user or scheduler, which may well have followed a hung
+// collective.
 void lead_past_wrappers(std::vector<Building>& ranked) {
   if (ranked.size() < 2 || ranked[0].decisive) return;
   const std::string& top = ranked[0].candidate.cause;
@@ -60,7 +62,9 @@ void lead_past_wrappers(std::vector<Building>& ranked) {
                                             : nullptr;
   if (why == nullptr) return;
   const auto first = std::find_if(ranked.begin() + 1, ranked.end(), [](const Building& b) {
-    return b.candidate.score >= kStrong && b.candidate.cause != "terminated" && b.candidate.cause != "interrupted";
+    const std::string& cause = b.candidate.cause;
+    return b.candidate.score >= kStrong && cause != "nccl_network" && cause != "terminated" &&
+           cause != "interrupted";
   });
   if (first == ranked.end()) return;
   first->candidate.reasoning.emplace_back(why);

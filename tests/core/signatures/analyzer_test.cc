@@ -129,5 +129,27 @@ TEST(LogAnalyzer, NothingKnownGivesNoVerdict) {
   EXPECT_EQ(analyze_text("epoch 1 loss 0.3\nall good\n").verdict(), nullptr);
 }
 
+// NCCL timeouts and "Caught X in DataLoader worker" wrap another failure: the
+// cause a strong line names leads, whichever comes first in the log; a stop by
+// the scheduler does not take the lead from a hung collective.
+TEST(LogAnalyzer, WrapperCausesYieldToTheFailureTheyWrap) {
+  const std::string timeout =
+      "[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600051 milliseconds "
+      "before timing out.\n";
+  const std::string dataset = "RuntimeError: Caught RuntimeError in DataLoader worker process 6.\n";
+  const std::string sigkill = "  exitcode  : -9 (pid: 5123)\n";
+  const std::string allocator =
+      "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: "
+      "you tried to allocate 25769803776 bytes.\n";
+  const std::string cancelled = "slurmstepd: error: *** JOB 5 ON gpu-r07 CANCELLED AT 2024-04-11T06:00:14 DUE TO TIME LIMIT ***\n";
+  EXPECT_EQ(verdict_cause(analyze_text(timeout + sigkill)), "host_oom");
+  EXPECT_EQ(verdict_cause(analyze_text(sigkill + timeout)), "host_oom");
+  EXPECT_EQ(verdict_cause(analyze_text(timeout + dataset)), "dataset_code");
+  EXPECT_EQ(verdict_cause(analyze_text(dataset + timeout)), "dataset_code");
+  EXPECT_EQ(verdict_cause(analyze_text(dataset + allocator)), "host_oom");
+  EXPECT_EQ(verdict_cause(analyze_text(timeout + cancelled)), "nccl_network");
+}
+
 }  // namespace
 }  // namespace headroom
