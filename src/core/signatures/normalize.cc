@@ -57,6 +57,7 @@ std::string_view strip_prefixes(std::string_view text) {
       R"(|[\w.-]+-\w+\s+\|\s)"                                     // docker compose "name-1 | "
       R"(|(?:stdout|stderr) [FP] )"                                  // CRI log file (/var/log/pods)
       R"(|\{"log":")"                                               // docker json-file log
+      R"(|\((?:[^\s=]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s|\(raylet(?:, ip=[\d.]+)?\)\s)"  // Ray "(Actor pid=1, ip=..) "
       R"(|\d+:\s))"                                                  // srun -l "3: "
       ")+)",
       RE2::Quiet);

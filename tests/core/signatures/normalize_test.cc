@@ -29,6 +29,8 @@ TEST(StripPrefixes, DropsTimestampsRanksAndCollectorPrefixes) {
       {"[2024-03-02 11:20:33,201] [INFO] saving", "[INFO] saving"},
       {"[pod/trainer-0/main] Killed process 12 (python)", "Killed process 12 (python)"},
       {"2024-04-02T07:19:11.302308812Z stderr F MemoryError", "MemoryError"},  // CRI log file
+      {"(MapWorker(MapBatches(tokenize)) pid=4411, ip=10.0.0.5) MemoryError", "MemoryError"},  // Ray
+      {"(raylet, ip=10.0.0.5) [2024-05-09 13:02:41,771 E 22890 22890] x", "x"},
       {R"({"log":"MemoryError\n","stream":"stderr"})", R"(MemoryError\n","stream":"stderr"})"},  // docker json-file
       {"2024-04-02T07:19:11.302274010Z stderr F   File \"/app/x.py\", line 1", "  File \"/app/x.py\", line 1"},
       {"  File \"train.py\", line 3", "  File \"train.py\", line 3"},  // indentation of tracebacks stays
