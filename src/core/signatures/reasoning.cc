@@ -177,9 +177,18 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
   for (Building& building : ranked) diagnosis.candidates.push_back(std::move(building.candidate));
 
   if (const Candidate* verdict = diagnosis.verdict()) {
+    // A suggestive signature's remedies are what to look at next; once a
+    // stronger line names the cause they would only distract.
+    const auto is_firm = [&](const std::string& id) {
+      return std::any_of(catalog.signatures.begin(), catalog.signatures.end(), [&](const Signature& signature) {
+        return signature.id == id && signature.strength != Strength::kSuggestive;
+      });
+    };
+    const bool firm = std::any_of(verdict->signatures.begin(), verdict->signatures.end(), is_firm);
     for (const std::string& id : verdict->signatures) {
       for (const Signature& signature : catalog.signatures) {
         if (signature.id != id) continue;
+        if (firm && signature.strength == Strength::kSuggestive) continue;
         if (!signature.explanation.empty() &&
             std::find(diagnosis.explanations.begin(), diagnosis.explanations.end(), signature.explanation) ==
                 diagnosis.explanations.end()) {

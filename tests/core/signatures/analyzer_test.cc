@@ -1,5 +1,7 @@
 #include "core/signatures/analyzer.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "core/signatures/analyze.h"
@@ -149,6 +151,22 @@ TEST(LogAnalyzer, WrapperCausesYieldToTheFailureTheyWrap) {
   EXPECT_EQ(verdict_cause(analyze_text(dataset + timeout)), "dataset_code");
   EXPECT_EQ(verdict_cause(analyze_text(dataset + allocator)), "host_oom");
   EXPECT_EQ(verdict_cause(analyze_text(timeout + cancelled)), "nccl_network");
+}
+
+// "exited unexpectedly" alone says where to look; once "killed by signal:
+// Killed" names the cause, only the fixes of that cause remain.
+TEST(LogAnalyzer, SuggestiveRemediesOnlyWithoutAFirmerLine) {
+  const auto mentions_dmesg = [](const Diagnosis& diagnosis) {
+    return std::any_of(diagnosis.remedies.begin(), diagnosis.remedies.end(),
+                       [](const std::string& remedy) { return remedy.find("dmesg") != std::string::npos; });
+  };
+  const Diagnosis alone = analyze_text("RuntimeError: DataLoader worker (pid(s) 4021, 4022) exited unexpectedly\n");
+  ASSERT_EQ(verdict_cause(alone), "host_oom");
+  EXPECT_TRUE(mentions_dmesg(alone));
+  const Diagnosis firm = analyze_text(kOomLog);
+  ASSERT_EQ(verdict_cause(firm), "host_oom");
+  EXPECT_FALSE(firm.remedies.empty());
+  EXPECT_FALSE(mentions_dmesg(firm));
 }
 
 }  // namespace
