@@ -32,11 +32,11 @@ bool parse_fields(std::string_view text, PressureLine& line) {
       ++seen;
       continue;
     }
-    double number = 0;
-    if (std::from_chars(first, last, number).ec != std::errc()) return false;
-    if (key == "avg10") line.avg10 = number;
-    if (key == "avg60") line.avg60 = number;
-    if (key == "avg300") line.avg300 = number;
+    const std::optional<double> number = parse_decimal(value);
+    if (!number) return false;
+    if (key == "avg10") line.avg10 = *number;
+    if (key == "avg60") line.avg60 = *number;
+    if (key == "avg300") line.avg300 = *number;
     ++seen;
   }
   return seen == 4;
