@@ -1,4 +1,4 @@
-// The shared program body of headroom and headroom-watch (see app.h).
+// The program body of headroom (see app.h).
 
 #include "cli/app.h"
 
@@ -15,6 +15,7 @@ int run_parsed(int argc, char** argv, std::span<const Command> commands) {
   app.require_subcommand(1);
   app.fallthrough();
   Globals globals;
+  globals.argc = argc;
   globals.argv = argv;
   app.add_flag("--json", globals.json, "print one JSON document (schema: docs/json.md)");
   app.add_flag("--no-color", globals.no_color, "no colour even on a terminal (also: NO_COLOR=1)");

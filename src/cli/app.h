@@ -1,7 +1,7 @@
 #pragma once
 // The program around a subcommand table: global flags, parsing, usage errors
-// and the exit code. Shared by `headroom` (every command) and `headroom-watch`
-// (the watch daemon alone, see watch_main.cc).
+// and the exit code, with CLI11. headroom-watch does not use it: watch parses
+// its own flags (watch_args.h).
 
 #include <span>
 

@@ -1,5 +1,7 @@
 #pragma once
-// The subcommand table (ninja's tool table) and what every subcommand shares.
+// The subcommand table of headroom (ninja's tool table), parsed with CLI11.
+// What every subcommand shares is in globals.h; watch parses its own flags
+// (watch_args.h) so that headroom-watch does not link CLI11.
 
 #include <functional>
 #include <string>
@@ -7,27 +9,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/context.h"
+#include "cli/globals.h"
 #include "core/error.h"
-#include "core/report/text.h"
 
 namespace headroom::cli {
-
-/// Exit codes shared by every subcommand (documented in README and docs/cli.md).
-enum ExitCode : int {
-  kExitOk = 0,        ///< nothing reached the failure threshold
-  kExitFindings = 1,  ///< a finding reached --fail-on (or: explain found no cause)
-  kExitUsage = 2,     ///< bad arguments, or something could not run at all
-};
-
-/// Options of the main program that every subcommand sees.
-struct Globals {
-  bool json = false;
-  bool no_color = false;
-  bool verbose = false;
-  std::string root = "/";  ///< hidden --root: read /proc, /sys, /dev from a fixture tree
-  char** argv = nullptr;   ///< the program's own argv (watch re-executes it as headroom-watch)
-};
 
 /// One subcommand: adds its options to `app` and returns the action that runs it.
 struct Command {
@@ -36,15 +21,6 @@ struct Command {
   std::function<int()> (*setup)(CLI::App& app, const Globals& globals);
 };
 
-/// The context of the live host (or --root), with this process's environment and cwd.
-[[nodiscard]] Context make_context(const Globals& globals);
-/// Text style for stdout: colour only on a terminal, never with NO_COLOR or --no-color.
-[[nodiscard]] TextStyle stdout_style(const Globals& globals);
-/// The same decision for stderr.
-[[nodiscard]] bool stderr_color(const Globals& globals);
-/// Prints "headroom: <message>" to stderr and returns kExitUsage.
-int usage_error(const std::string& message);
-
 // The subcommands, one file each.
 std::function<int()> setup_check(CLI::App& app, const Globals& globals);
 std::function<int()> setup_who(CLI::App& app, const Globals& globals);
@@ -52,7 +28,6 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals);
 std::function<int()> setup_run(CLI::App& app, const Globals& globals);
 std::function<int()> setup_du(CLI::App& app, const Globals& globals);
 std::function<int()> setup_prune(CLI::App& app, const Globals& globals);
-std::function<int()> setup_watch(CLI::App& app, const Globals& globals);
 std::function<int()> setup_explain(CLI::App& app, const Globals& globals);
 
 }  // namespace headroom::cli

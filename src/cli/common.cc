@@ -1,9 +1,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <iostream>
+#include <filesystem>
 
-#include "cli/command.h"
+#include <fmt/format.h>
+
+#include "cli/globals.h"
 #include "core/syscalls.h"
 
 extern char** environ;
@@ -46,7 +48,7 @@ TextStyle stdout_style(const Globals& globals) {
 bool stderr_color(const Globals& globals) { return color_allowed(globals, STDERR_FILENO); }
 
 int usage_error(const std::string& message) {
-  std::cerr << "headroom: " << message << "\n";
+  fmt::print(stderr, "headroom: {}\n", message);
   return kExitUsage;
 }
 

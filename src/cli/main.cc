@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli/app.h"
+#include "cli/watch_args.h"
 
 namespace headroom::cli {
 namespace {
@@ -14,22 +15,40 @@ namespace {
 /// `headroom watch` becomes headroom-watch, the same command built alone, when
 /// that binary sits next to this one (as the build and `cmake --install` put
 /// it): a daemon that runs for weeks then maps only the watch code, not every
-/// command's (1.3 MiB less resident, see bench/RESULTS-watch.md). The same
-/// argv is passed on, so ps still shows "headroom watch ...". Without the
-/// sibling, watch runs in this process.
-std::function<int()> setup_watch_or_exec(CLI::App& app, const Globals& globals) {
-  std::function<int()> in_process = setup_watch(app, globals);
-  return [in_process, &globals] {
-    const auto* executable = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
-    std::error_code error;
-    const std::filesystem::path self =
-        executable != nullptr ? std::filesystem::canonical(executable, error) : "";
-    if (!self.empty() && !error && globals.argv != nullptr) {
-      const std::filesystem::path lean = self.parent_path() / "headroom-watch";
-      ::execv(lean.c_str(), globals.argv);  // returns only when it cannot run
+/// command's (bench/RESULTS-watch.md). The same argv is passed on, so ps still
+/// shows "headroom watch ...". Without the sibling, watch runs in this process.
+int route_watch(int argc, char** argv) {
+  const auto* executable = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
+  std::error_code error;
+  const std::filesystem::path self =
+      executable != nullptr ? std::filesystem::canonical(executable, error) : "";
+  if (!self.empty() && !error) {
+    const std::filesystem::path lean = self.parent_path() / "headroom-watch";
+    ::execv(lean.c_str(), argv);  // returns only when it cannot run
+  }
+  return watch_main(argc, argv);
+}
+
+/// Whether argv names the watch command: its first word that is not a global
+/// flag (--root is the one global flag with a separate value). watch parses
+/// its own flags, globals included (watch_args.h), so CLI11 never sees them.
+bool names_watch(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") return false;
+    if (word == "--root") {
+      ++i;
+      continue;
     }
-    return in_process();
-  };
+    if (!word.starts_with('-')) return word == "watch";
+  }
+  return false;
+}
+
+/// The table entry lists watch in `headroom --help`; main() has already routed
+/// every argv that names it.
+std::function<int()> setup_watch_entry(CLI::App&, const Globals& globals) {
+  return [&globals] { return route_watch(globals.argc, globals.argv); };
 }
 
 constexpr std::array kCommands = {
@@ -46,7 +65,7 @@ constexpr std::array kCommands = {
     Command{"prune", "checkpoint retention: keep the last/best/every-K, delete the rest (dry run unless --yes)",
             setup_prune},
     Command{"watch", "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics",
-            setup_watch_or_exec},
+            setup_watch_entry},
     Command{"explain", "read a failed job's log: name the root cause, with evidence and the fix",
             setup_explain},
 };
@@ -54,4 +73,7 @@ constexpr std::array kCommands = {
 }  // namespace
 }  // namespace headroom::cli
 
-int main(int argc, char** argv) { return headroom::cli::run_app(argc, argv, headroom::cli::kCommands); }
+int main(int argc, char** argv) {
+  if (headroom::cli::names_watch(argc, argv)) return headroom::cli::route_watch(argc, argv);
+  return headroom::cli::run_app(argc, argv, headroom::cli::kCommands);
+}

@@ -2,15 +2,17 @@
 // sinks and a Prometheus /metrics endpoint. Flags override the TOML config;
 // SIGHUP re-reads both. Exit codes: 0 stopped by SIGINT/SIGTERM (or --once
 // with no alert firing), 1 --once/--count ended with an alert firing, 2 usage.
+// No iostreams and no CLI11 here: this file is most of headroom-watch's own
+// code (watch_args.h).
 
-#include <iostream>
+#include <charconv>
+#include <cstdio>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "cli/command.h"
+#include "cli/watch_args.h"
 #include "core/alerts/watch_json.h"
 #include "core/units.h"
 
@@ -24,113 +26,98 @@ namespace {
 
 using daemon::DaemonConfig;
 using daemon::SinkKind;
+using enum WatchOpt;
 
-/// Raw flag values; only the flags given override the config file.
-struct WatchFlags {
-  CLI::App* app = nullptr;
-  std::string config;
-  std::string interval;
-  std::string window;
-  std::vector<std::string> dirs;
-  std::string listen;
-  bool once = false;
-  std::int64_t count = 0;
-  std::string checkpoint_size;
-  std::int64_t keep = 1;
-  double warn_percent = 85;
-  double critical_percent = 95;
-  std::string eta_horizon;
-  std::string repeat;
-  double psi_threshold = 10;
-  std::string psi_for;
-  int clear_samples = 3;
-  bool no_stderr = false;
-  bool no_shm_stale = false;
-  std::map<SinkKind, std::vector<std::string>> sinks;
-  std::string timeout;
-  std::int64_t retries = 3;
-  std::int64_t queue = 256;
-};
-
-bool given(const WatchFlags& flags, const std::string& name) {
-  return flags.app->count(name) > 0;
-}
-
-Result<std::chrono::milliseconds> duration_flag(const std::string& flag, const std::string& text) {
-  auto parsed = parse_duration(text);
-  if (!parsed) return fail(Error::invalid(fmt::format("{}: {}", flag, parsed.error().message)));
-  return *parsed;
+/// The value of a numeric flag, when given; "--count: 'x' is not a number" otherwise.
+template <typename Number>
+Result<void> number_flag(const WatchArgs& args, WatchOpt option, Number& out) {
+  const std::string* text = args.last(option);
+  if (text == nullptr) return {};
+  Number value{};
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size()) {
+    return fail(Error::invalid(fmt::format("{}: '{}' is not a number", flag_name(option), *text)));
+  }
+  out = value;
+  return {};
 }
 
 /// Defaults, then the config file, then the flags that were given.
-Result<DaemonConfig> load_config(const WatchFlags& flags) {
+Result<DaemonConfig> load_config(const WatchArgs& args) {
   DaemonConfig config;
   config.watch.sample.dirs.clear();
-  if (!flags.config.empty()) {
-    if (auto applied = daemon::apply_toml_file(flags.config, config); !applied) {
+  if (const std::string* file = args.last(kConfig)) {
+    if (auto applied = daemon::apply_toml_file(*file, config); !applied) {
       return fail(applied.error());
     }
   }
-  const auto apply_duration = [&](const char* flag, const std::string& text,
-                                  auto&& set) -> Result<void> {
-    if (!given(flags, flag)) return {};
-    return duration_flag(flag, text).map(set);
-  };
   using Ms = std::chrono::milliseconds;
   using Seconds = std::chrono::seconds;
+  const auto apply_duration = [&](WatchOpt option, auto&& set) -> Result<void> {
+    const std::string* text = args.last(option);
+    if (text == nullptr) return {};
+    auto parsed = parse_duration(*text);
+    if (!parsed) {
+      return fail(Error::invalid(fmt::format("{}: {}", flag_name(option), parsed.error().message)));
+    }
+    set(*parsed);
+    return {};
+  };
+  const auto to_seconds = [](Ms value) { return std::chrono::duration_cast<Seconds>(value); };
+  std::int64_t keep = 1;
+  std::int64_t retries = 3;
+  std::int64_t queue = 256;
   for (const auto& applied : {
-           apply_duration("--interval", flags.interval, [&](Ms value) { config.interval = value; }),
-           apply_duration("--window", flags.window, [&](Ms value) { config.watch.window = value; }),
-           apply_duration("--eta-horizon", flags.eta_horizon,
-                          [&](Ms value) {
-                            config.watch.alerts.eta_horizon =
-                                std::chrono::duration_cast<Seconds>(value);
-                          }),
-           apply_duration("--repeat", flags.repeat,
-                          [&](Ms value) {
-                            config.watch.alerts.repeat_interval =
-                                std::chrono::duration_cast<Seconds>(value);
-                          }),
-           apply_duration("--psi-for", flags.psi_for,
-                          [&](Ms value) {
-                            config.watch.alerts.psi_for = std::chrono::duration_cast<Seconds>(value);
-                          }),
-           apply_duration("--webhook-timeout", flags.timeout,
-                          [&](Ms value) { config.delivery.timeout = value; })}) {
+           apply_duration(kInterval, [&](Ms value) { config.interval = value; }),
+           apply_duration(kWindow, [&](Ms value) { config.watch.window = value; }),
+           apply_duration(kEtaHorizon,
+                          [&](Ms value) { config.watch.alerts.eta_horizon = to_seconds(value); }),
+           apply_duration(kRepeat,
+                          [&](Ms value) { config.watch.alerts.repeat_interval = to_seconds(value); }),
+           apply_duration(kPsiFor,
+                          [&](Ms value) { config.watch.alerts.psi_for = to_seconds(value); }),
+           apply_duration(kWebhookTimeout, [&](Ms value) { config.delivery.timeout = value; }),
+           number_flag(args, kKeep, keep),
+           number_flag(args, kWebhookRetries, retries),
+           number_flag(args, kQueue, queue),
+           number_flag(args, kWarnPercent, config.watch.alerts.warn_percent),
+           number_flag(args, kCriticalPercent, config.watch.alerts.critical_percent),
+           number_flag(args, kPsiThreshold, config.watch.alerts.psi_full_threshold),
+           number_flag(args, kClearSamples, config.watch.alerts.clear_samples)}) {
     if (!applied) return fail(applied.error());
   }
-  if (given(flags, "--dir")) config.watch.sample.dirs.assign(flags.dirs.begin(), flags.dirs.end());
-  if (given(flags, "--listen")) {
-    config.listen = flags.listen.empty() ? std::string(daemon::kDefaultListen) : flags.listen;
+  if (args.has(kDir)) config.watch.sample.dirs.assign(args.all(kDir).begin(), args.all(kDir).end());
+  if (const std::string* listen = args.last(kListen)) {
+    config.listen = listen->empty() ? std::string(daemon::kDefaultListen) : *listen;
   }
-  if (given(flags, "--ckpt-size")) {
-    auto size = parse_size(flags.checkpoint_size);
+  if (const std::string* text = args.last(kCkptSize)) {
+    auto size = parse_size(*text);
     if (!size) return fail(Error::invalid("--ckpt-size: " + size.error().message));
     config.watch.alerts.checkpoint_bytes = *size;
   }
-  if (given(flags, "--keep")) {
-    if (flags.keep < 1) return fail(Error::invalid("--keep must be >= 1"));
-    config.watch.alerts.keep = static_cast<std::uint64_t>(flags.keep);
+  if (args.has(kKeep)) {
+    if (keep < 1) return fail(Error::invalid("--keep must be >= 1"));
+    config.watch.alerts.keep = static_cast<std::uint64_t>(keep);
   }
-  if (given(flags, "--warn-percent")) config.watch.alerts.warn_percent = flags.warn_percent;
-  if (given(flags, "--critical-percent")) {
-    config.watch.alerts.critical_percent = flags.critical_percent;
+  if (args.has(kNoStderr)) config.stderr_alerts = false;
+  if (args.has(kNoShmStale)) config.watch.sample.shm_stale = false;
+  if (args.has(kWebhookRetries)) {
+    if (retries < 0) return fail(Error::invalid("--webhook-retries must be >= 0"));
+    config.delivery.retries = static_cast<int>(retries);
   }
-  if (given(flags, "--psi-threshold")) config.watch.alerts.psi_full_threshold = flags.psi_threshold;
-  if (given(flags, "--clear-samples")) config.watch.alerts.clear_samples = flags.clear_samples;
-  if (flags.no_stderr) config.stderr_alerts = false;
-  if (flags.no_shm_stale) config.watch.sample.shm_stale = false;
-  if (given(flags, "--webhook-retries")) config.delivery.retries = static_cast<int>(flags.retries);
-  if (given(flags, "--queue")) {
-    if (flags.queue < 1) return fail(Error::invalid("--queue must be >= 1"));
-    config.delivery.queue_capacity = static_cast<std::size_t>(flags.queue);
+  if (args.has(kQueue)) {
+    if (queue < 1) return fail(Error::invalid("--queue must be >= 1"));
+    config.delivery.queue_capacity = static_cast<std::size_t>(queue);
   }
-  for (const auto& [kind, targets] : flags.sinks) {
-    for (const std::string& target : targets) {
+  constexpr std::pair<WatchOpt, SinkKind> kSinkFlags[] = {
+      {kWebhook, SinkKind::kWebhook}, {kSlack, SinkKind::kSlack}, {kWecom, SinkKind::kWecom},
+      {kFeishu, SinkKind::kFeishu},   {kExec, SinkKind::kExec},   {kSignal, SinkKind::kSignal},
+      {kJsonl, SinkKind::kJsonl}};
+  for (const auto& [option, kind] : kSinkFlags) {
+    for (const std::string& target : args.all(option)) {
       daemon::SinkSpec sink{kind, target};
       if (auto valid = daemon::validate(sink); !valid) {
-        return fail(Error::invalid(fmt::format("--{}: {}", daemon::to_string(kind),
-                                               valid.error().message)));
+        return fail(Error::invalid(fmt::format("{}: {}", flag_name(option), valid.error().message)));
       }
       config.sinks.push_back(std::move(sink));
     }
@@ -195,78 +182,63 @@ std::string render_step(const WatchStep& step) {
   return out;
 }
 
-void add_flags(CLI::App& app, WatchFlags& flags) {
-  flags.app = &app;
-  app.add_option("--config", flags.config, "TOML config file (docs/watch.md); flags override it");
-  app.add_option("--interval", flags.interval, "time between samples, e.g. 5s, 200ms (default 5s)");
-  app.add_option("--window", flags.window, "how far back predictions look (default 10m)");
-  app.add_option("--dir", flags.dirs, "a directory the job writes to (repeatable)");
-  app.add_option("--listen", flags.listen,
-                 "serve /metrics on ADDR:PORT (default 127.0.0.1:9840 when given without value)")
-      ->expected(0, 1);
-  app.add_flag("--once", flags.once, "take one sample, print it with predictions, exit");
-  app.add_option("--count", flags.count, "stop after this many samples (scripts, tests)");
-  app.add_option("--ckpt-size", flags.checkpoint_size, "size of one checkpoint, e.g. 20GiB");
-  app.add_option("--keep", flags.keep, "checkpoints kept at once (warn when fewer more fit)");
-  app.add_option("--warn-percent", flags.warn_percent, "usage that warns (default 85)");
-  app.add_option("--critical-percent", flags.critical_percent, "usage that is critical (default 95)");
-  app.add_option("--eta-horizon", flags.eta_horizon, "alert when full sooner than this (default 1h)");
-  app.add_option("--repeat", flags.repeat, "resend a firing alert this often (default 1h; 0: never)");
-  app.add_option("--psi-threshold", flags.psi_threshold, "memory PSI full avg10 percent (default 10)");
-  app.add_option("--psi-for", flags.psi_for, "... held for this long (default 30s)");
-  app.add_option("--clear-samples", flags.clear_samples,
-                 "clear samples in a row before an alert resolves (default 3)");
-  app.add_option("--webhook", flags.sinks[SinkKind::kWebhook], "POST alert JSON to this URL");
-  app.add_option("--slack", flags.sinks[SinkKind::kSlack], "Slack-compatible incoming webhook URL");
-  app.add_option("--wecom", flags.sinks[SinkKind::kWecom], "WeCom group robot webhook URL");
-  app.add_option("--feishu", flags.sinks[SinkKind::kFeishu], "Feishu/Lark custom bot webhook URL");
-  app.add_option("--exec", flags.sinks[SinkKind::kExec],
-                 "run this shell command per alert (HEADROOM_ALERT_* in its environment)");
-  app.add_option("--signal", flags.sinks[SinkKind::kSignal],
-                 "send SIG to PID when an alert fires, e.g. USR1:1234");
-  app.add_option("--jsonl", flags.sinks[SinkKind::kJsonl], "append alert events as JSON lines");
-  app.add_flag("--no-stderr", flags.no_stderr, "no alert lines on stderr");
-  app.add_flag("--no-shm-stale", flags.no_shm_stale, "skip the stale /dev/shm scan (a /proc walk)");
-  app.add_option("--webhook-timeout", flags.timeout, "per request / per command (default 5s)");
-  app.add_option("--webhook-retries", flags.retries, "retries after a failed delivery (default 3)");
-  app.add_option("--queue", flags.queue, "pending alerts per sink before dropping (default 256)");
+/// Runs the daemon with the parsed flags until a signal or --once/--count ends it.
+int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
+  auto config = load_config(*args);
+  if (!config) return usage_error(config.error().message);
+  std::int64_t count = 0;
+  if (auto valid = number_flag(*args, kCount, count); !valid) {
+    return usage_error(valid.error().message);
+  }
+  if (count < 0) return usage_error("--count must be >= 0");
+  const Globals& globals = args->globals;
+  const Context context = make_context(globals);
+  const bool once = args->has(kOnce);
+  std::mutex output;
+  daemon::LoopHooks hooks;
+  hooks.reload = [args] { return load_config(*args); };
+  hooks.log = [&output](const std::string& line) {
+    std::lock_guard lock(output);
+    fmt::print(stderr, "headroom watch: {}\n", line);
+  };
+  hooks.max_samples = once ? 1 : static_cast<std::uint64_t>(count);
+  const bool bounded = hooks.max_samples != 0;
+  std::uint64_t steps = 0;
+  // --json: one JSON line per sample (pretty with --once); text: the last
+  // sample of a bounded run. Flushed per line: a pipe reader sees each sample.
+  hooks.on_step = [&](const WatchStep& step) {
+    std::lock_guard lock(output);
+    ++steps;
+    if (globals.json) {
+      fmt::print("{}\n", to_json(step).dump(once ? 2 : -1));
+    } else if (bounded && steps == hooks.max_samples) {
+      std::fputs(render_step(step).c_str(), stdout);
+    }
+    std::fflush(stdout);
+  };
+  auto firing = daemon::run_watch(context, *config, hooks);
+  if (!firing) return usage_error(firing.error().message);
+  return bounded && *firing ? static_cast<int>(kExitFindings) : static_cast<int>(kExitOk);
 }
 
 }  // namespace
 
-std::function<int()> setup_watch(CLI::App& app, const Globals& globals) {
-  auto flags = std::make_shared<WatchFlags>();
-  add_flags(app, *flags);
-  return [flags, &globals]() {
-    auto config = load_config(*flags);
-    if (!config) return usage_error(config.error().message);
-    const Context context = make_context(globals);
-    if (flags->count < 0) return usage_error("--count must be >= 0");
-    std::mutex output;
-    daemon::LoopHooks hooks;
-    hooks.reload = [flags] { return load_config(*flags); };
-    hooks.log = [&output](const std::string& line) {
-      std::lock_guard lock(output);
-      std::cerr << "headroom watch: " << line << std::endl;
-    };
-    hooks.max_samples = flags->once ? 1 : static_cast<std::uint64_t>(flags->count);
-    const bool bounded = hooks.max_samples != 0;
-    std::uint64_t steps = 0;
-    // --json: one JSON line per sample (pretty with --once); text: the last
-    // sample of a bounded run.
-    hooks.on_step = [&, once = flags->once](const WatchStep& step) {
-      std::lock_guard lock(output);
-      ++steps;
-      if (globals.json) {
-        std::cout << to_json(step).dump(once ? 2 : -1) << std::endl;
-      } else if (bounded && steps == hooks.max_samples) {
-        std::cout << render_step(step) << std::flush;
-      }
-    };
-    auto firing = daemon::run_watch(context, *config, hooks);
-    if (!firing) return usage_error(firing.error().message);
-    return bounded && *firing ? static_cast<int>(kExitFindings) : static_cast<int>(kExitOk);
-  };
+int watch_main(int argc, char** argv) {
+  auto args = parse_watch_args(argc, argv);
+  if (!args) {
+    fmt::print(stderr, "headroom: {}\nRun 'headroom watch --help' for usage.\n",
+               args.error().message);
+    return kExitUsage;
+  }
+  if (args->has(kHelp)) {
+    std::fputs(watch_help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (args->has(kVersion)) {
+    fmt::print("headroom {}\n", HEADROOM_VERSION);
+    return kExitOk;
+  }
+  return run_watch_command(std::make_shared<const WatchArgs>(std::move(*args)));
 }
 
 }  // namespace headroom::cli
@@ -274,10 +246,7 @@ std::function<int()> setup_watch(CLI::App& app, const Globals& globals) {
 #else  // no daemon library: watch cannot run
 
 namespace headroom::cli {
-std::function<int()> setup_watch(CLI::App& app, const Globals&) {
-  (void)app;
-  return [] { return usage_error("watch: built without the daemon library"); };
-}
+int watch_main(int, char**) { return usage_error("watch: built without the daemon library"); }
 }  // namespace headroom::cli
 
 #endif

@@ -11,7 +11,6 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 
 #include <fmt/format.h>
 

@@ -116,3 +116,45 @@ def test_usage_errors_keep_their_exit_code_through_the_exec(alone: Path, lean: P
         assert result.returncode == 2, (binary, result.stdout, result.stderr)
         assert "--interval" in result.stderr and len(result.stderr.splitlines()) == 1, \
             result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bogus"], "unknown flag '--bogus'"),
+    (["--once=1"], "--once takes no value"),
+    (["--interval"], "--interval DURATION needs a value"),
+    (["--dir", "/a", "/b"], "unexpected argument '/b'"),
+    (["--count", "three"], "--count: 'three' is not a number"),
+    (["--warn-percent", "85%"], "--warn-percent: '85%' is not a number"),
+    (["--keep", "0"], "--keep must be >= 1"),
+    (["--signal", "USR1"], "--signal"),
+])
+def test_bad_watch_flags_are_named_and_exit_2(alone: Path, lean: Path, args, message):
+    for argv in ([HEADROOM, "watch", *args], [str(alone), "watch", *args], [str(lean), *args]):
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert message in result.stderr, (argv, result.stderr)
+        assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_flags_and_globals_parse_in_any_order(lean: Path):
+    """Global flags before or after `watch`, `--listen` with its value as the
+    next word or without one, and headroom-watch without the word watch."""
+    common = ["--once", "--no-shm-stale", "--no-stderr", "--dir", "/", "--warn-percent", "80.5"]
+    for argv in ([HEADROOM, "--json", "watch", *common],
+                 [HEADROOM, "watch", *common, "--json"],
+                 [str(lean), "--json", *common],
+                 [str(lean), "watch", "--json", "--listen", "127.0.0.1:0", *common]):
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert result.returncode in (0, 1), (argv, result.stderr)
+        doc = json.loads(result.stdout)
+        assert [f["path"] for f in doc["filesystems"]][0] == "/", argv
+
+
+def test_version_and_help_without_the_word_watch(lean: Path):
+    version = subprocess.run([str(lean), "--version"], capture_output=True, text=True, timeout=30)
+    assert version.returncode == 0 and version.stdout.startswith("headroom ")
+    direct = subprocess.run([str(lean), "--help"], capture_output=True, text=True, timeout=30)
+    routed = subprocess.run([HEADROOM, "--no-color", "watch", "-h"], capture_output=True,
+                            text=True, timeout=30)
+    assert direct.returncode == routed.returncode == 0
+    assert direct.stdout == routed.stdout and "--webhook URL" in direct.stdout

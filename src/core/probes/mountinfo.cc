@@ -1,7 +1,6 @@
 #include "core/probes/mountinfo.h"
 
 #include <charconv>
-#include <sstream>
 
 #include <fmt/format.h>
 
