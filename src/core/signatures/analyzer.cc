@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/signatures/envelope.h"
 #include "core/signatures/normalize.h"
 #include "core/signatures/prefilter.h"
 #include "core/signatures/reasoning.h"
@@ -103,6 +104,10 @@ class LogAnalyzer::Impl {
 
   void feed(std::string_view bytes) {
     observations_.bytes += bytes.size();
+    scan(envelope_.decode(bytes));  // docker json-file and CRI records become plain lines
+  }
+
+  void scan(std::string_view bytes) {
     while (!bytes.empty()) {
       if (!carry_.empty() || skipping_) {
         const void* found = std::memchr(bytes.data(), '\n', bytes.size());
@@ -133,6 +138,7 @@ class LogAnalyzer::Impl {
   }
 
   void end_source() {
+    scan(envelope_.finish());
     if (!carry_.empty() || skipping_) {
       carry_.push_back('\n');
       process_block(carry_);
@@ -362,6 +368,7 @@ class LogAnalyzer::Impl {
   std::vector<std::pair<std::size_t, std::size_t>> hits_;
 
   std::string source_;
+  EnvelopeDecoder envelope_;
   std::string carry_;
   bool skipping_ = false;
   std::uint64_t line_base_ = 0;

@@ -2,6 +2,8 @@
 
 #include <re2/re2.h>
 
+#include "core/signatures/envelope.h"
+
 namespace headroom {
 
 std::string_view cr_segment(std::string_view raw, std::size_t at) {
@@ -46,7 +48,9 @@ std::string_view strip_prefixes(std::string_view text) {
   // Applied repeatedly: "2024-05-01T10:00:00Z [rank3]: [default0]: msg" has three.
   static const RE2 kPrefix(
       "^((?:\\s*(?:"
-      R"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s*(?:\|\s*)?)"  // ISO
+      R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?:\s)"  // journalctl -o short-iso
+      R"(|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z (?:\|\s*)?)"  // kubectl logs --timestamps: one space, indentation stays
+      R"(|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s*(?:\|\s*)?)"  // ISO
       R"(|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?: [\w.-]+ [\w./-]+(?:\[\d+\])?:)?\s)"  // syslog
       R"(|\[\s*\d+\.\d+\]\s?)"                                   // dmesg
       R"(|\[\d{4}-\d\d-\d\d[^\]]{0,40}\]\s*)"                  // [2024-05-01 ...]
@@ -56,7 +60,7 @@ std::string_view strip_prefixes(std::string_view text) {
       R"(|\[pod/[\w.-]+/[\w.-]+\]\s+)"                            // kubectl logs --prefix
       R"(|[\w.-]+-\w+\s+\|\s)"                                     // docker compose "name-1 | "
       R"(|(?:stdout|stderr) [FP] )"                                  // CRI log file (/var/log/pods)
-      R"(|\{"log":")"                                               // docker json-file log
+      R"(|\{"log":")"                     // a docker json-file record cut short (not valid JSON)
       R"(|\((?:[^\s=]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s|\(raylet(?:, ip=[\d.]+)?\)\s)"  // Ray "(Actor pid=1, ip=..) "
       R"(|\d+:\s))"                                                  // srun -l "3: "
       ")+)",
@@ -101,7 +105,46 @@ std::string printable_utf8(std::string_view text, std::size_t limit) {
   return out;
 }
 
+namespace {
+
+/// The `index`th '\r'-separated segment of `text` (the last one if there are fewer).
+std::string_view nth_cr_segment(std::string_view text, std::size_t index) {
+  std::size_t begin = 0;
+  for (; index > 0; --index) {
+    const std::size_t cr = text.find('\r', begin);
+    if (cr == std::string_view::npos) break;
+    begin = cr + 1;
+  }
+  const std::size_t end = text.find('\r', begin);
+  return text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+}
+
+/// How many escaped carriage returns ("\\r") the JSON text `raw` has before byte `at`:
+/// which redrawn segment of the decoded text holds the hit. Every backslash in JSON
+/// text starts an escape, so skipping the escaped character is enough.
+std::size_t escaped_crs_before(std::string_view raw, std::size_t at) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i + 1 < std::min(at, raw.size()); ++i) {
+    if (raw[i] != '\\') continue;
+    if (raw[i + 1] == 'r') ++count;
+    ++i;
+  }
+  return count;
+}
+
+}  // namespace
+
 std::string normalize_line(std::string_view raw, std::size_t at) {
+  if (looks_like_docker_json(raw)) {
+    // A docker json-file record in a log that did not start as one (EnvelopeDecoder
+    // decodes whole json-file logs before the scan): the text is the decoded "log".
+    if (std::optional<DockerRecord> record = parse_docker_json(raw)) {
+      std::string_view text = record->log;
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+      const std::string clean = strip_terminal(nth_cr_segment(text, escaped_crs_before(raw, at)));
+      return std::string(strip_prefixes(clean));
+    }
+  }
   const std::string clean = strip_terminal(cr_segment(raw, at));
   return std::string(strip_prefixes(clean));
 }
