@@ -104,7 +104,7 @@ class LogAnalyzer::Impl {
 
   void feed(std::string_view bytes) {
     observations_.bytes += bytes.size();
-    scan(envelope_.decode(bytes));  // docker json-file and CRI records become plain lines
+    envelope_.decode(bytes, scan_);  // docker json-file and CRI records become plain lines
   }
 
   void scan(std::string_view bytes) {
@@ -138,7 +138,7 @@ class LogAnalyzer::Impl {
   }
 
   void end_source() {
-    scan(envelope_.finish());
+    envelope_.finish(scan_);
     if (!carry_.empty() || skipping_) {
       carry_.push_back('\n');
       process_block(carry_);
@@ -369,6 +369,7 @@ class LogAnalyzer::Impl {
 
   std::string source_;
   EnvelopeDecoder envelope_;
+  const EnvelopeDecoder::Sink scan_ = [this](std::string_view bytes) { scan(bytes); };
   std::string carry_;
   bool skipping_ = false;
   std::uint64_t line_base_ = 0;

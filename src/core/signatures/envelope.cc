@@ -13,6 +13,8 @@ constexpr std::size_t kDecideBytes = 4096;
 /// Bytes of one record, or of partials joined into one line, that are kept (the
 /// analyzer looks at 64 KiB around a hit; runtimes split at 16 KiB).
 constexpr std::size_t kMaxRecord = 1024 * 1024;
+/// Decoded bytes handed on at a time, so the copy stays small whatever the chunk size.
+constexpr std::size_t kFlushBytes = 4 * 1024 * 1024;
 
 constexpr std::string_view kDockerStart = R"({"log":")";
 
@@ -72,43 +74,66 @@ std::optional<CriRecord> parse_cri_prefix(std::string_view line) {
   return record;
 }
 
-std::string_view EnvelopeDecoder::decode(std::string_view bytes) {
-  if (format_ == Format::kPlain) return bytes;
-  out_.clear();
-  if (format_ == Format::kUndecided) {
-    carry_.append(bytes);  // every byte is kept while undecided (at most one chunk past kDecideBytes)
-    // The first line with something on it decides.
-    std::size_t start = 0;
-    while (start < carry_.size()) {
-      const std::size_t end = carry_.find('\n', start);
-      const std::string_view line =
-          std::string_view(carry_).substr(start, end == std::string::npos ? std::string::npos : end - start);
-      if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
-        if (end == std::string::npos && carry_.size() < kDecideBytes) return {};  // wait for the whole line
-        decide(line);
-        break;
-      }
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    if (format_ == Format::kUndecided && carry_.size() >= kDecideBytes) format_ = Format::kPlain;  // blank lines only
-    if (format_ == Format::kUndecided) return {};
-    std::string head;
-    head.swap(carry_);
-    if (format_ == Format::kPlain) {
-      out_.swap(head);
-      return out_;
-    }
-    decode_lines(head);
-    return out_;
+void EnvelopeDecoder::decode(std::string_view bytes, const Sink& sink) {
+  if (format_ == Format::kPlain) {
+    sink(bytes);
+    return;
   }
-  decode_lines(bytes);
-  return out_;
+  if (format_ == Format::kUndecided) {
+    // Only a short head is ever copied: the chunk itself is passed on or decoded in place.
+    if (carry_.empty()) {
+      decide_from(bytes);
+    } else {
+      std::string head = carry_;
+      head.append(bytes.substr(0, kDecideBytes));
+      decide_from(head);
+    }
+    if (format_ == Format::kUndecided) {
+      carry_.append(bytes);  // shorter than kDecideBytes, or it would have decided
+      return;
+    }
+    std::string held;
+    held.swap(carry_);
+    if (format_ == Format::kPlain) {
+      if (!held.empty()) sink(held);
+      sink(bytes);
+      return;
+    }
+    decode_lines(held, sink);
+  }
+  decode_lines(bytes, sink);
+  flush(sink);
 }
 
-std::string_view EnvelopeDecoder::finish() {
+void EnvelopeDecoder::flush(const Sink& sink) {
+  if (out_.empty()) return;
+  sink(out_);
   out_.clear();
-  if (format_ == Format::kUndecided) decide(carry_);
+}
+
+void EnvelopeDecoder::decide_from(std::string_view head) {
+  // The first line with something on it decides; a head of blank lines only is plain.
+  std::size_t start = 0;
+  while (start < head.size()) {
+    const std::size_t end = head.find('\n', start);
+    const std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
+      if (end != std::string_view::npos || head.size() >= kDecideBytes) decide(line);
+      return;  // else wait for the whole line
+    }
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  if (head.size() >= kDecideBytes) format_ = Format::kPlain;
+}
+
+void EnvelopeDecoder::finish(const Sink& sink) {
+  out_.clear();
+  if (format_ == Format::kUndecided) {  // a short source: its first non-empty line, even unterminated
+    const std::size_t first = carry_.find_first_not_of(" \t\r\n");
+    const std::size_t line = first == std::string::npos ? carry_.size() : carry_.rfind('\n', first) + 1;  // npos + 1 == 0
+    decide(std::string_view(carry_).substr(line));
+  }
   if (format_ == Format::kPlain) {
     out_.swap(carry_);
   } else if (!carry_.empty()) {
@@ -124,20 +149,20 @@ std::string_view EnvelopeDecoder::finish() {
   format_ = Format::kUndecided;
   carry_.clear();
   pending_ = {};
-  return out_;
+  flush(sink);
 }
 
-void EnvelopeDecoder::decide(std::string_view head) {
-  if (looks_like_docker_json(head)) {
+void EnvelopeDecoder::decide(std::string_view line) {
+  if (looks_like_docker_json(line)) {
     format_ = Format::kDocker;
-  } else if (parse_cri_prefix(head)) {
+  } else if (parse_cri_prefix(line)) {
     format_ = Format::kCri;
   } else {
     format_ = Format::kPlain;
   }
 }
 
-void EnvelopeDecoder::decode_lines(std::string_view bytes) {
+void EnvelopeDecoder::decode_lines(std::string_view bytes, const Sink& sink) {
   std::size_t start = 0;
   if (!carry_.empty()) {
     const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
@@ -156,6 +181,7 @@ void EnvelopeDecoder::decode_lines(std::string_view bytes) {
     if (nl == nullptr) break;
     const auto end = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data());
     decode_line(bytes.substr(start, std::min(end - start, kMaxRecord)));
+    if (out_.size() >= kFlushBytes) flush(sink);
     start = end + 1;
   }
   if (start < bytes.size()) append_bounded(carry_, bytes.substr(start));

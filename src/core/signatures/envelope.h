@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,20 +48,25 @@ struct CriRecord {
 /// last piece was, so line numbers still point into the file the user has.
 class EnvelopeDecoder {
  public:
-  /// The decoded form of the next bytes (any chunking). The view stays valid until the
-  /// next call; it is `bytes` itself for a log without an envelope.
-  [[nodiscard]] std::string_view decode(std::string_view bytes);
-  /// The decoded rest at the end of a source (an unterminated last line, pending partials);
-  /// the decoder is then ready for the next source.
-  [[nodiscard]] std::string_view finish();
+  /// Receives decoded bytes; a view is valid only during the call.
+  using Sink = std::function<void(std::string_view)>;
+  /// Passes the decoded form of the next bytes (any chunking) to `sink`: `bytes` itself
+  /// for a log without an envelope.
+  void decode(std::string_view bytes, const Sink& sink);
+  /// Passes the decoded rest at the end of a source (an unterminated last line, pending
+  /// partials) to `sink`; the decoder is then ready for the next source.
+  void finish(const Sink& sink);
 
  private:
   enum class Format { kUndecided, kPlain, kDocker, kCri };
 
-  /// Decodes the whole lines of `bytes` into out_ and keeps the unterminated rest.
-  void decode_lines(std::string_view bytes);
+  /// Decodes the whole lines of `bytes` into out_ (handing it on as it grows) and keeps the unterminated rest.
+  void decode_lines(std::string_view bytes, const Sink& sink);
+  void flush(const Sink& sink);
   void decode_line(std::string_view line);
-  void decide(std::string_view head);
+  void decide(std::string_view line);
+  /// Decides from the start of a source once it holds a whole non-empty line (or enough bytes).
+  void decide_from(std::string_view head);
   void continue_stream(std::size_t stream, std::string_view text, std::string_view head);
   void complete_stream(std::size_t stream, std::string_view text, std::string_view head);
 
@@ -72,7 +78,7 @@ class EnvelopeDecoder {
   };
 
   Format format_ = Format::kUndecided;
-  std::string carry_;  ///< an unterminated line, or the undecided head of a source
+  std::string carry_;  ///< an unterminated line, or the undecided (short) head of a source
   std::string out_;
   std::array<Pending, 2> pending_;  ///< by stream: 0 stdout, 1 stderr
 };
