@@ -5,12 +5,12 @@
 // No iostreams and no CLI11 here: this file is most of headroom-watch's own
 // code (watch_args.h).
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdio>
 #include <memory>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "cli/watch_args.h"
 #include "core/alerts/watch_json.h"
@@ -47,7 +47,8 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
   DaemonConfig config;
   config.watch.sample.dirs.clear();
   if (const std::string* file = args.last(kConfig)) {
-    if (auto applied = daemon::apply_toml_file(*file, config); !applied) {
+    // Checked below with the flags applied: a flag may mend what the file got wrong.
+    if (auto applied = daemon::apply_toml_file(*file, config, daemon::Check::kLater); !applied) {
       return fail(applied.error());
     }
   }
@@ -67,23 +68,21 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
   std::int64_t keep = 1;
   std::int64_t retries = 3;
   std::int64_t queue = 256;
-  for (const auto& applied : {
-           apply_duration(kInterval, [&](Ms value) { config.interval = value; }),
-           apply_duration(kWindow, [&](Ms value) { config.watch.window = value; }),
-           apply_duration(kEtaHorizon,
-                          [&](Ms value) { config.watch.alerts.eta_horizon = to_seconds(value); }),
-           apply_duration(kRepeat,
-                          [&](Ms value) { config.watch.alerts.repeat_interval = to_seconds(value); }),
-           apply_duration(kPsiFor,
-                          [&](Ms value) { config.watch.alerts.psi_for = to_seconds(value); }),
-           apply_duration(kWebhookTimeout, [&](Ms value) { config.delivery.timeout = value; }),
-           number_flag(args, kKeep, keep),
-           number_flag(args, kWebhookRetries, retries),
-           number_flag(args, kQueue, queue),
-           number_flag(args, kWarnPercent, config.watch.alerts.warn_percent),
-           number_flag(args, kCriticalPercent, config.watch.alerts.critical_percent),
-           number_flag(args, kPsiThreshold, config.watch.alerts.psi_full_threshold),
-           number_flag(args, kClearSamples, config.watch.alerts.clear_samples)}) {
+  for (const auto& applied :
+       {apply_duration(kInterval, [&](Ms value) { config.interval = value; }),
+        apply_duration(kWindow, [&](Ms value) { config.watch.window = value; }),
+        apply_duration(kEtaHorizon,
+                       [&](Ms value) { config.watch.alerts.eta_horizon = to_seconds(value); }),
+        apply_duration(kRepeat,
+                       [&](Ms value) { config.watch.alerts.repeat_interval = to_seconds(value); }),
+        apply_duration(kPsiFor, [&](Ms value) { config.watch.alerts.psi_for = to_seconds(value); }),
+        apply_duration(kWebhookTimeout, [&](Ms value) { config.delivery.timeout = value; }),
+        number_flag(args, kKeep, keep), number_flag(args, kWebhookRetries, retries),
+        number_flag(args, kQueue, queue),
+        number_flag(args, kWarnPercent, config.watch.alerts.warn_percent),
+        number_flag(args, kCriticalPercent, config.watch.alerts.critical_percent),
+        number_flag(args, kPsiThreshold, config.watch.alerts.psi_full_threshold),
+        number_flag(args, kClearSamples, config.watch.alerts.clear_samples)}) {
     if (!applied) return fail(applied.error());
   }
   if (args.has(kDir)) config.watch.sample.dirs.assign(args.all(kDir).begin(), args.all(kDir).end());
@@ -115,12 +114,32 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
       {kJsonl, SinkKind::kJsonl}};
   for (const auto& [option, kind] : kSinkFlags) {
     for (const std::string& target : args.all(option)) {
-      daemon::SinkSpec sink{kind, target};
+      daemon::SinkSpec sink{kind, target, daemon::Origin::of_flag(flag_name(option))};
       if (auto valid = daemon::validate(sink); !valid) {
-        return fail(Error::invalid(fmt::format("{}: {}", flag_name(option), valid.error().message)));
+        return fail(
+            Error::invalid(fmt::format("{}: {}", flag_name(option), valid.error().message)));
       }
       config.sinks.push_back(std::move(sink));
     }
+  }
+  // The keys the flags set: validate() names the flag when one of them is wrong.
+  constexpr std::pair<WatchOpt, const char*> kFlagKeys[] = {
+      {kInterval, "interval"},
+      {kWindow, "window"},
+      {kEtaHorizon, "alerts.eta_horizon"},
+      {kRepeat, "alerts.repeat_interval"},
+      {kPsiFor, "alerts.psi_for"},
+      {kKeep, "alerts.keep"},
+      {kWarnPercent, "alerts.warn_percent"},
+      {kCriticalPercent, "alerts.critical_percent"},
+      {kPsiThreshold, "alerts.psi_full_percent"},
+      {kClearSamples, "alerts.clear_samples"},
+      {kCkptSize, "alerts.ckpt_size"},
+      {kWebhookTimeout, "delivery.timeout"},
+      {kWebhookRetries, "delivery.retries"},
+      {kQueue, "delivery.queue"}};
+  for (const auto& [option, key] : kFlagKeys) {
+    if (args.has(option)) config.origins[key] = daemon::Origin::of_flag(flag_name(option));
   }
   if (auto valid = daemon::validate(config); !valid) return fail(valid.error());
   return config;
@@ -129,8 +148,7 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
 std::string eta_cell(const FillEstimate* estimate) {
   if (estimate == nullptr || !estimate->rate) return "collecting";
   if (!estimate->eta_seconds) return "not filling";
-  return format_duration(
-      std::chrono::seconds(static_cast<std::int64_t>(*estimate->eta_seconds)));
+  return format_duration(std::chrono::seconds(static_cast<std::int64_t>(*estimate->eta_seconds)));
 }
 
 /// The human form of one step: the filesystems first (what fills up), then memory.

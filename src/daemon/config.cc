@@ -1,12 +1,12 @@
+// Reads a watch config from TOML (toml++) into a DaemonConfig, recording the
+// line that set each key; config_check.cc checks the result.
 #include "daemon/config.h"
-
-#include <charconv>
-#include <csignal>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include "core/supervise/signal_names.h"
+#include <algorithm>
+
 #include "core/units.h"
 
 namespace headroom::daemon {
@@ -35,10 +35,20 @@ std::string_view to_string(SinkKind kind) {
 
 namespace {
 
-/// Turns a node into a value or an Error "<source>:<line>: <key>: <reason>".
+/// Turns a node into a value or an Error "<source>:<line>: <key>: <reason>",
+/// and records which line set each key.
 class Reader {
  public:
-  explicit Reader(const std::string& source) : source_(source) {}
+  Reader(const std::string& source, std::map<std::string, Origin, std::less<>>& origins)
+      : source_(source), origins_(origins) {}
+
+  [[nodiscard]] Origin origin(const toml::node& node) const {
+    return Origin{source_, node.source().begin.line, {}};
+  }
+  /// Remembers that `node` set `key` ("alerts.warn_percent"), for validate()'s errors.
+  void record(std::string key, const toml::node& node) const {
+    origins_[std::move(key)] = origin(node);
+  }
 
   [[nodiscard]] Error error(const toml::node& node, std::string_view key,
                             std::string_view reason) const {
@@ -108,6 +118,7 @@ class Reader {
 
  private:
   const std::string& source_;
+  std::map<std::string, Origin, std::less<>>& origins_;
 };
 
 std::chrono::seconds whole_seconds(std::chrono::milliseconds duration) {
@@ -155,22 +166,36 @@ Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertC
       applied = reader.number(node, key).map(
           [&](double value) { alerts.clear_samples = static_cast<int>(value); });
     } else if (key == "ckpt_size") {
-      applied = reader.size(node, key).map(
-          [&](std::uint64_t value) { alerts.checkpoint_bytes = value; });
+      applied =
+          reader.size(node, key).map([&](std::uint64_t value) { alerts.checkpoint_bytes = value; });
     } else if (key == "keep") {
       applied = reader.size(node, key).map([&](std::uint64_t value) { alerts.keep = value; });
     } else {
       return fail(reader.error(node, key, "unknown key in [alerts]"));
     }
     if (!applied) return applied;
+    reader.record(fmt::format("alerts.{}", key), node);
   }
+  return {};
+}
+
+/// One sink target of [sinks]: a string, validated on its own line.
+Result<void> add_sink(const Reader& reader, const toml::node& node, std::string_view key,
+                      SinkKind kind, DaemonConfig& config) {
+  auto target = reader.string(node, key);
+  if (!target) return fail(target.error());
+  SinkSpec sink(kind, std::move(*target), reader.origin(node));
+  if (auto valid = validate(sink); !valid) {
+    return fail(reader.error(node, key, valid.error().message));
+  }
+  config.sinks.push_back(std::move(sink));
   return {};
 }
 
 Result<void> apply_sinks(const Reader& reader, const toml::table& table, DaemonConfig& config) {
   static constexpr std::pair<std::string_view, SinkKind> kKinds[] = {
-      {"jsonl", SinkKind::kJsonl},   {"webhook", SinkKind::kWebhook}, {"slack", SinkKind::kSlack},
-      {"wecom", SinkKind::kWecom},   {"feishu", SinkKind::kFeishu},   {"exec", SinkKind::kExec},
+      {"jsonl", SinkKind::kJsonl},  {"webhook", SinkKind::kWebhook}, {"slack", SinkKind::kSlack},
+      {"wecom", SinkKind::kWecom},  {"feishu", SinkKind::kFeishu},   {"exec", SinkKind::kExec},
       {"signal", SinkKind::kSignal}};
   for (const auto& [raw_key, node] : table) {
     const std::string_view key = raw_key.str();
@@ -178,19 +203,22 @@ Result<void> apply_sinks(const Reader& reader, const toml::table& table, DaemonC
       auto enabled = reader.boolean(node, key);
       if (!enabled) return fail(enabled.error());
       config.stderr_alerts = *enabled;
+      reader.record("sinks.stderr", node);
       continue;
     }
     const auto* kind = std::find_if(std::begin(kKinds), std::end(kKinds),
                                     [&](const auto& entry) { return entry.first == key; });
     if (kind == std::end(kKinds)) return fail(reader.error(node, key, "unknown sink in [sinks]"));
-    auto targets = reader.strings(node, key);
-    if (!targets) return fail(targets.error());
-    for (const std::string& target : *targets) {
-      SinkSpec sink{kind->second, target};
-      if (auto valid = validate(sink); !valid) {
-        return fail(reader.error(node, key, valid.error().message));
-      }
-      config.sinks.push_back(std::move(sink));
+    if (node.is_string()) {
+      if (auto added = add_sink(reader, node, key, kind->second, config); !added) return added;
+      continue;
+    }
+    // Each target of a list on its own line: an error points at the one that is wrong.
+    const auto* targets = node.as_array();
+    if (targets == nullptr)
+      return fail(reader.error(node, key, "expected a string or a list of strings"));
+    for (const toml::node& target : *targets) {
+      if (auto added = add_sink(reader, target, key, kind->second, config); !added) return added;
     }
   }
   return {};
@@ -215,6 +243,7 @@ Result<void> apply_delivery(const Reader& reader, const toml::table& table,
       return fail(reader.error(node, key, "unknown key in [delivery]"));
     }
     if (!applied) return applied;
+    reader.record(fmt::format("delivery.{}", key), node);
   }
   return {};
 }
@@ -228,15 +257,15 @@ Result<void> apply_top(const Reader& reader, const toml::table& root, DaemonConf
     } else if (key == "window") {
       applied = reader.duration(node, key).map([&](auto value) { config.watch.window = value; });
     } else if (key == "listen") {
-      applied = reader.string(node, key).map([&](std::string value) {
-        config.listen = std::move(value);
-      });
+      applied = reader.string(node, key).map(
+          [&](std::string value) { config.listen = std::move(value); });
     } else if (key == "dirs") {
       applied = reader.strings(node, key).map([&](const std::vector<std::string>& dirs) {
         config.watch.sample.dirs.assign(dirs.begin(), dirs.end());
       });
     } else if (key == "temp_dir") {
-      applied = reader.boolean(node, key).map([&](bool value) { config.watch.sample.temp_dir = value; });
+      applied =
+          reader.boolean(node, key).map([&](bool value) { config.watch.sample.temp_dir = value; });
     } else if (key == "shm") {
       applied = reader.boolean(node, key).map([&](bool value) { config.watch.sample.shm = value; });
     } else if (key == "shm_stale") {
@@ -252,94 +281,50 @@ Result<void> apply_top(const Reader& reader, const toml::table& root, DaemonConf
       return fail(reader.error(node, key, "unknown key"));
     }
     if (!applied) return applied;
+    reader.record(std::string(key), node);
   }
   return {};
 }
 
 }  // namespace
 
-Result<void> apply_toml(std::string_view text, const std::string& source, DaemonConfig& config) {
+Result<void> apply_toml(std::string_view text, const std::string& source, DaemonConfig& config,
+                        Check check) {
+  // An empty file is more likely a deploy caught half-way than a wish for the
+  // defaults: a reload would silently drop every sink.
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return fail(Error::invalid(fmt::format("{}: the file is empty", source)));
+  }
   toml::table root;
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& error) {
-    return fail(Error::invalid(fmt::format("{}:{}: {}", source, error.source().begin.line,
-                                           error.description())));
+    std::string reason(error.description());
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    return fail(Error::invalid(
+        fmt::format("{}:{}: not valid TOML: {}", source, error.source().begin.line, reason)));
   }
   DaemonConfig updated = config;
-  if (auto applied = apply_top(Reader(source), root, updated); !applied) return applied;
-  if (auto valid = validate(updated); !valid) {
-    return fail(Error::invalid(fmt::format("{}: {}", source, valid.error().message)));
+  if (auto applied = apply_top(Reader(source, updated.origins), root, updated); !applied) {
+    return applied;
+  }
+  if (check == Check::kNow) {
+    if (auto valid = validate(updated); !valid) return valid;
   }
   config = std::move(updated);
   return {};
 }
 
-Result<SignalTarget> parse_signal_target(std::string_view target) {
-  const std::size_t colon = target.find(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return fail(Error::invalid(fmt::format("'{}' is not SIGNAL:PID (e.g. USR1:1234)", target)));
-  }
-  auto signal = parse_signal(target.substr(0, colon));
-  if (!signal) return fail(signal.error());
-  // 0 and negative pids would signal a process group, watch's own included.
-  const std::string_view digits = target.substr(colon + 1);
-  pid_t pid = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() || pid <= 0) {
-    return fail(Error::invalid(fmt::format("'{}': '{}' is not a process id", target, digits)));
-  }
-  return SignalTarget{*signal, pid};
-}
-
-Result<void> validate(const SinkSpec& sink) {
-  switch (sink.kind) {
-    case SinkKind::kStderr:
-      return {};
-    case SinkKind::kJsonl:
-      if (sink.target.empty()) return fail(Error::invalid("jsonl needs a file path"));
-      return {};
-    case SinkKind::kWebhook:
-    case SinkKind::kSlack:
-    case SinkKind::kWecom:
-    case SinkKind::kFeishu:
-      if (sink.target.rfind("http://", 0) != 0 && sink.target.rfind("https://", 0) != 0) {
-        return fail(Error::invalid(fmt::format("'{}' is not an http(s) URL", sink.target)));
-      }
-      return {};
-    case SinkKind::kExec:
-      if (sink.target.empty()) return fail(Error::invalid("exec needs a command"));
-      return {};
-    case SinkKind::kSignal: {
-      auto target = parse_signal_target(sink.target);
-      if (!target) return fail(target.error());
-      return {};
-    }
-  }
-  return {};
-}
-
-Result<void> validate(const DaemonConfig& config) {
-  if (config.interval < std::chrono::milliseconds(50)) {
-    return fail(Error::invalid("interval must be at least 50ms"));
-  }
-  if (config.watch.window < config.interval * 2) {
-    return fail(Error::invalid("window must hold at least two intervals"));
-  }
-  if (auto valid = validate(config.watch.alerts); !valid) return valid;
-  if (config.delivery.queue_capacity == 0) return fail(Error::invalid("queue must be >= 1"));
-  if (config.delivery.retries < 0) return fail(Error::invalid("retries must be >= 0"));
-  for (const SinkSpec& sink : config.sinks) {
-    if (auto valid = validate(sink); !valid) return valid;
-  }
-  return {};
-}
-
-Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& config) {
+Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& config, Check check) {
+  constexpr std::size_t kLimit = std::size_t{1} << 20;
   const SysRoot host("/");
-  auto text = host.read(path);
+  auto text = host.read(path, kLimit + 1);
   if (!text) return fail(text.error());
-  return apply_toml(*text, path.string(), config);
+  if (text->size() > kLimit) {
+    return fail(
+        Error::invalid(fmt::format("{}: larger than 1 MiB, not a watch config", path.string())));
+  }
+  return apply_toml(*text, path.string(), config, check);
 }
 
 }  // namespace headroom::daemon

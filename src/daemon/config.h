@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/alerts/watcher.h"
@@ -22,10 +24,26 @@ enum class SinkKind { kStderr, kJsonl, kWebhook, kSlack, kWecom, kFeishu, kExec,
 /// "stderr", "jsonl", "webhook", "slack", "wecom", "feishu", "exec", "signal".
 [[nodiscard]] std::string_view to_string(SinkKind kind);
 
+/// Where a setting came from, so that an error can point at what to change.
+/// All empty: the default.
+struct Origin {
+  /// Set by a command-line flag, e.g. "--critical-percent".
+  [[nodiscard]] static Origin of_flag(std::string flag) { return Origin{{}, 0, std::move(flag)}; }
+
+  std::string file;      ///< the config file whose line set it
+  std::size_t line = 0;  ///< 1-based
+  std::string flag;      ///< "--critical-percent" when a flag set it (flags win over the file)
+};
+
 /// One configured sink: its kind and target (URL, file, command, "SIG:PID").
 struct SinkSpec {
+  SinkSpec() = default;
+  SinkSpec(SinkKind kind_, std::string target_, Origin origin_ = {})
+      : kind(kind_), target(std::move(target_)), origin(std::move(origin_)) {}
+
   SinkKind kind = SinkKind::kStderr;
   std::string target;
+  Origin origin;  ///< not part of what the sink is: two sinks differing only here are the same
 };
 
 /// Delivery tuning shared by every sink.
@@ -33,7 +51,7 @@ struct DeliveryOptions {
   std::chrono::milliseconds timeout{5000};  ///< one webhook request / exec run
   int retries = 3;                          ///< after the first try
   std::chrono::milliseconds backoff{500};   ///< doubled after each retry
-  std::size_t queue_capacity = 256;         ///< pending events per sink; more are dropped and counted
+  std::size_t queue_capacity = 256;  ///< pending events per sink; more are dropped and counted
 };
 
 /// Everything `watch` runs with.
@@ -46,18 +64,31 @@ struct DaemonConfig {
   std::vector<SinkSpec> sinks;        ///< besides stderr
   bool stderr_alerts = true;          ///< the default sink: one line per event on stderr
   DeliveryOptions delivery;
+  /// Where each key that is not a default was set, by its TOML name
+  /// ("interval", "alerts.warn_percent", "delivery.queue"), for validate()'s errors.
+  std::map<std::string, Origin, std::less<>> origins;
 };
 
 /// Default listen address: loopback only, so metrics are not exposed by accident.
 inline constexpr const char* kDefaultListen = "127.0.0.1:9840";
 
-/// Applies a TOML document over `config` (schema in docs/watch.md). Unknown
-/// keys and bad values are errors "<source>:<line>: <reason>".
+/// When apply_toml checks the whole config: at once, or later by the caller's
+/// validate() once flags are applied over the file (a flag may mend the file).
+enum class Check { kNow, kLater };
+
+/// Applies a TOML document over `config` (schema in docs/watch.md) and records
+/// each key's line in config.origins. Unknown keys, bad values and an empty
+/// document are errors "<source>:<line>: <reason>"; `config` changes only on success.
 [[nodiscard]] Result<void> apply_toml(std::string_view text, const std::string& source,
-                                      DaemonConfig& config);
-/// Reads and applies a TOML file.
-[[nodiscard]] Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& config);
-/// Checks the whole config (interval, window, thresholds, sink targets).
+                                      DaemonConfig& config, Check check = Check::kNow);
+/// Reads and applies a TOML file; a file that cannot be read is "<path>: <strerror>".
+[[nodiscard]] Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& config,
+                                           Check check = Check::kNow);
+/// Checks the whole config (interval, window, thresholds, sink targets, no
+/// sink twice). The error names the key that is wrong where it was set
+/// ("watch.toml:12: critical_percent 80 is below warn_percent 85 (line 11)",
+/// "--critical-percent 80 is below warn_percent 85 (watch.toml:11)"); of two
+/// keys that disagree, the one set later (flags after the file's lines).
 [[nodiscard]] Result<void> validate(const DaemonConfig& config);
 /// Parses a sink target given on the command line or in TOML, e.g. "USR1:1234" for kSignal.
 [[nodiscard]] Result<void> validate(const SinkSpec& sink);

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import signal
 import statistics
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
+from conftest import HEADROOM
 from watch_helpers import free_port, json_lines, seconds, start_in_namespace, wait_for
 
 SCRIPT = r'''
@@ -152,3 +154,57 @@ def test_sighup_applies_a_new_threshold_and_keeps_the_running_config_on_bad_file
         watch.wait(timeout=10)
     assert watch.returncode == 0, err_file.read_text()
     assert len(events("firing")) == 1  # one firing, one resolved: no restart in between
+
+
+def test_a_cross_field_error_names_the_later_line_at_start_and_on_sighup(scratch: Path):
+    """critical_percent below warn_percent: the error names critical_percent's line
+    (the later one) and warn_percent's; on SIGHUP the watch logs it and keeps sampling."""
+    mnt, config, bad = scratch / "mnt", scratch / "watch.toml", scratch / "bad.toml"
+    mnt.mkdir()
+    good = CONFIG.format(interval="100ms", mnt=mnt, warn="90", critical="99",
+                         jsonl=scratch / "alerts.jsonl")
+    bad_text = good.replace("critical_percent = 99", "critical_percent = 80")
+    warn, critical = _line_of(bad_text, "warn_percent"), _line_of(bad_text, "critical_percent")
+    assert warn < critical
+    bad.write_text(bad_text)
+    config.write_text(good)
+
+    def watch_once(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([HEADROOM, "watch", *args, "--once"], cwd=scratch,
+                              capture_output=True, text=True, timeout=30)
+
+    result = watch_once("--config", "bad.toml")
+    assert result.returncode == 2, result
+    assert result.stderr.splitlines() == [
+        f"headroom: bad.toml:{critical}: critical_percent 80 is below warn_percent 90 (line {warn})"]
+    assert result.stdout == ""
+    # The same value from a flag: the flag is what to change.
+    result = watch_once("--config", "watch.toml", "--critical-percent", "80")
+    assert result.returncode == 2, result
+    assert result.stderr.splitlines() == [
+        f"headroom: --critical-percent 80 is below warn_percent 90 (watch.toml:{warn})"]
+    # A flag can mend the file: flags override it before anything is checked.
+    result = watch_once("--config", "bad.toml", "--warn-percent", "70", "--json")
+    assert result.returncode in (0, 1) and "critical_percent" not in result.stderr, result
+
+    err_file = scratch / "watch.err"
+    watch = start_in_namespace(SCRIPT, scratch, {"MNT": str(mnt), "CONFIG": str(config),
+                                                 "PORT": str(free_port())})
+    try:
+        wait_for(lambda: len(json_lines((scratch / "watch.out").read_text())) >= 3, 10, "samples")
+        config.write_text(bad_text)
+        watch.send_signal(signal.SIGHUP)
+        wait_for(lambda: "config reload failed" in err_file.read_text(), 3, "the rejection")
+        sampled = len(json_lines((scratch / "watch.out").read_text()))
+        failures = [line for line in err_file.read_text().splitlines() if "reload failed" in line]
+        assert failures == [
+            f"headroom watch: config reload failed, keeping the running config: {config}:{critical}:"
+            f" critical_percent 80 is below warn_percent 90 (line {warn})"], failures
+        wait_for(lambda: len(json_lines((scratch / "watch.out").read_text())) >= sampled + 3, 3,
+                 "samples after the rejected reload")
+        assert watch.poll() is None, err_file.read_text()
+    finally:
+        if watch.poll() is None:
+            watch.send_signal(signal.SIGTERM)
+        watch.wait(timeout=10)
+    assert watch.returncode == 0, err_file.read_text()
