@@ -21,11 +21,12 @@ namespace {
 constexpr int kFilesPerLeaf = 1000;
 
 void make_leaf(const std::string& root, int leaf, const char* data) {
-  const std::string dir = root + "/d" + std::to_string(leaf / 100) + "/s" + std::to_string(leaf / 10 % 10) +
-                          "/t" + std::to_string(leaf % 10);
+  const std::string dir = root + "/d" + std::to_string(leaf / 100) + "/s" +
+                          std::to_string(leaf / 10 % 10) + "/t" + std::to_string(leaf % 10);
   std::string partial = root;
-  for (const std::string& part : {"/d" + std::to_string(leaf / 100), "/s" + std::to_string(leaf / 10 % 10),
-                                  "/t" + std::to_string(leaf % 10)}) {
+  for (const std::string& part :
+       {"/d" + std::to_string(leaf / 100), "/s" + std::to_string(leaf / 10 % 10),
+        "/t" + std::to_string(leaf % 10)}) {
     partial += part;
     ::mkdir(partial.c_str(), 0755);
   }

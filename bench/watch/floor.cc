@@ -3,14 +3,14 @@
 // bench/watch/run builds and scrapes it beside headroom and node_exporter, so
 // the RSS ratio can be read against what the library alone costs.
 //   c++ -O2 -std=c++20 floor.cc -lprometheus-cpp-pull -lprometheus-cpp-core
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include <csignal>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <prometheus/exposer.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;

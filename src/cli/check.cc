@@ -1,11 +1,12 @@
 // headroom check: the preflight.
 
+#include "core/checks/check.h"
+
 #include <iostream>
 #include <memory>
 
 #include "cli/check_options.h"
 #include "cli/command.h"
-#include "core/checks/check.h"
 #include "core/report/json.h"
 #include "core/report/text.h"
 
@@ -29,8 +30,9 @@ Severity fail_threshold(const std::string& fail_on) {
 std::function<int()> setup_check(CLI::App& app, const Globals& globals) {
   auto command = std::make_shared<CheckCommand>();
   add_check_flags(app, command->flags);
-  app.add_option("--fail-on", command->fail_on,
-                 "exit 1 when a finding is at least this bad: critical (default), warn, unknown, never")
+  app.add_option(
+         "--fail-on", command->fail_on,
+         "exit 1 when a finding is at least this bad: critical (default), warn, unknown, never")
       ->check(CLI::IsMember({"critical", "warn", "unknown", "never"}));
   return [command, &globals]() {
     const Context context = make_context(globals);
@@ -45,9 +47,9 @@ std::function<int()> setup_check(CLI::App& app, const Globals& globals) {
     if (command->fail_on == "never") return static_cast<int>(kExitOk);
     const Severity threshold = fail_threshold(command->fail_on);
     for (const Finding& finding : report.findings) {
-      if (finding.severity == Severity::kUnknown ? threshold == Severity::kUnknown
-                                                 : rank(finding.severity) >= rank(threshold) &&
-                                                       finding.severity != Severity::kOk) {
+      if (finding.severity == Severity::kUnknown
+              ? threshold == Severity::kUnknown
+              : rank(finding.severity) >= rank(threshold) && finding.severity != Severity::kOk) {
         return static_cast<int>(kExitFindings);
       }
     }

@@ -1,11 +1,10 @@
 #include "cli/check_options.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/units.h"
 
@@ -14,7 +13,8 @@ namespace headroom::cli {
 namespace {
 
 Result<std::uint64_t> count(std::int64_t value, std::string_view flag) {
-  if (value < 0) return fail(Error::invalid(fmt::format("{} must not be negative, got {}", flag, value)));
+  if (value < 0)
+    return fail(Error::invalid(fmt::format("{} must not be negative, got {}", flag, value)));
   return static_cast<std::uint64_t>(value);
 }
 
@@ -39,8 +39,10 @@ void add_check_flags(CLI::App& app, CheckFlags& flags) {
   app.add_option("--gpus", flags.gpus, "GPUs per host, for NCCL's shared-memory transport");
   app.add_option("--worker-rss", flags.worker_rss, "resident memory of one process, e.g. 3GiB");
   app.add_option("--warn-percent", flags.warn_percent, "use% that warns (default 85)");
-  app.add_option("--critical-percent", flags.critical_percent, "use% that is critical (default 95)");
-  app.add_option("--only", flags.only, "run only these checks (id or prefix, e.g. shm); repeatable");
+  app.add_option("--critical-percent", flags.critical_percent,
+                 "use% that is critical (default 95)");
+  app.add_option("--only", flags.only,
+                 "run only these checks (id or prefix, e.g. shm); repeatable");
 }
 
 Result<CheckOptions> to_check_options(const CheckFlags& flags,
@@ -70,10 +72,11 @@ Result<CheckOptions> to_check_options(const CheckFlags& flags,
   if (!rss) return fail(rss.error());
   options.worker_rss = *rss;
 
-  const std::pair<std::int64_t, std::uint64_t*> counts[] = {
-      {flags.keep, &options.keep},       {flags.workers, &options.workers},
-      {flags.prefetch, &options.prefetch}, {flags.ranks, &options.ranks},
-      {flags.gpus, &options.gpus}};
+  const std::pair<std::int64_t, std::uint64_t*> counts[] = {{flags.keep, &options.keep},
+                                                            {flags.workers, &options.workers},
+                                                            {flags.prefetch, &options.prefetch},
+                                                            {flags.ranks, &options.ranks},
+                                                            {flags.gpus, &options.gpus}};
   const std::string_view names[] = {"--keep", "--workers", "--prefetch", "--ranks", "--gpus"};
   for (std::size_t i = 0; i < std::size(counts); ++i) {
     auto value = count(counts[i].first, names[i]);

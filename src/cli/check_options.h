@@ -1,11 +1,10 @@
 #pragma once
 // The job-shape flags shared by `check`, `run` and `watch`.
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "core/checks/check.h"
 #include "core/error.h"

@@ -5,16 +5,16 @@
 // planned was skipped at the re-check, the audit log failed, or processes
 // could not be inspected (nothing planned); 2 usage error or could not run.
 
+#include "core/reclaim/clean.h"
+
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <iostream>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "core/reclaim/clean.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -31,11 +31,14 @@ struct CleanCommand {
   std::vector<int> ignore_unreadable;
 };
 
-// $XDG_STATE_HOME/headroom/clean.log, ~/.local/state/headroom/clean.log, or for root /var/log/headroom/clean.log.
+// $XDG_STATE_HOME/headroom/clean.log, ~/.local/state/headroom/clean.log, or for root
+// /var/log/headroom/clean.log.
 std::filesystem::path default_audit_log(const Context& context) {
   if (context.syscalls->effective_uid() == 0) return "/var/log/headroom/clean.log";
-  if (auto state = context.env("XDG_STATE_HOME")) return std::filesystem::path(*state) / "headroom/clean.log";
-  if (auto home = context.env("HOME")) return std::filesystem::path(*home) / ".local/state/headroom/clean.log";
+  if (auto state = context.env("XDG_STATE_HOME"))
+    return std::filesystem::path(*state) / "headroom/clean.log";
+  if (auto home = context.env("HOME"))
+    return std::filesystem::path(*home) / ".local/state/headroom/clean.log";
   return "";
 }
 
@@ -62,12 +65,11 @@ nlohmann::ordered_json kept_json(const std::vector<KeptItem>& kept) {
 
 void print_items(const std::vector<CleanItem>& items) {
   for (const CleanItem& item : items) {
-    std::cout << fmt::format("  {:>10}  {:>8}  {:<10} {}{}\n      {}\n", format_bytes(item.bytes),
-                             format_duration(item.age), item.owner, item.path.string(),
-                             item.kind == CleanKind::kTmpDir
-                                 ? fmt::format("/ ({} entries)", item.files)
-                                 : "",
-                             item.why_safe);
+    std::cout << fmt::format(
+        "  {:>10}  {:>8}  {:<10} {}{}\n      {}\n", format_bytes(item.bytes),
+        format_duration(item.age), item.owner, item.path.string(),
+        item.kind == CleanKind::kTmpDir ? fmt::format("/ ({} entries)", item.files) : "",
+        item.why_safe);
   }
 }
 
@@ -78,23 +80,26 @@ void print_kept(const std::vector<KeptItem>& kept, bool verbose, std::string_vie
   for (std::size_t i = 0; i < shown; ++i) {
     std::cout << fmt::format("  {}: {}\n", kept[i].path.string(), kept[i].reason);
   }
-  if (shown < kept.size()) std::cout << fmt::format("  ... {} more (-v shows all)\n", kept.size() - shown);
+  if (shown < kept.size())
+    std::cout << fmt::format("  ... {} more (-v shows all)\n", kept.size() - shown);
 }
 
 }  // namespace
 
 std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
   auto command = std::make_shared<CleanCommand>();
-  app.add_flag("--shm", command->shm, "stale /dev/shm segments (torch_*, nccl-*, sem.*, psm_*, "
-                                      "__KMP_*) and SysV segments with no attachments");
+  app.add_flag("--shm", command->shm,
+               "stale /dev/shm segments (torch_*, nccl-*, sem.*, psm_*, "
+               "__KMP_*) and SysV segments with no attachments");
   app.add_flag("--tmp", command->tmp, "entries of the temp dir ($TMPDIR or /tmp) no process uses");
   app.add_option("--older-than", command->older_than,
                  "only entries unmodified this long (tmp default 1d; shm: any age)");
   app.add_flag("--all-users", command->all_users, "everybody's files, not only yours (root only)");
   app.add_flag("--yes", command->yes, "remove (default: print the plan only)");
-  app.add_option("--ignore-unreadable", command->ignore_unreadable,
-                 "PID,... : processes that cannot be inspected but that you know use nothing in "
-                 "/dev/shm or the temp dir (clean refuses to plan while any other pid is unreadable)")
+  app.add_option(
+         "--ignore-unreadable", command->ignore_unreadable,
+         "PID,... : processes that cannot be inspected but that you know use nothing in "
+         "/dev/shm or the temp dir (clean refuses to plan while any other pid is unreadable)")
       ->delimiter(',');
   app.add_option("--audit-log", command->audit_log,
                  "JSON-lines log of removals (default: /var/log/headroom/clean.log for root, "
@@ -112,8 +117,8 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
       options.older_than = std::chrono::duration_cast<std::chrono::seconds>(*duration);
     }
     options.tmp_dir = context.env("TMPDIR").value_or("/tmp");
-    options.audit_log =
-        command->audit_log.empty() ? default_audit_log(context) : std::filesystem::path(command->audit_log);
+    options.audit_log = command->audit_log.empty() ? default_audit_log(context)
+                                                   : std::filesystem::path(command->audit_log);
     if (auto valid = validate(options, context); !valid) return usage_error(valid.error().message);
 
     auto plan = plan_clean(context, options);
@@ -141,7 +146,8 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
         print_items(plan->items);
         print_kept(plan->kept, verbose, "Keeping");
       }
-      return plan->blind_reason.empty() ? static_cast<int>(kExitOk) : static_cast<int>(kExitFindings);
+      return plan->blind_reason.empty() ? static_cast<int>(kExitOk)
+                                        : static_cast<int>(kExitFindings);
     }
 
     const CleanResult result = apply_clean(context, options, *plan);
@@ -169,7 +175,8 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
       if (!result.removed.empty() && !options.audit_log.empty()) {
         std::cout << "audit log: " << options.audit_log.string() << "\n";
       }
-      for (const std::string& error : result.audit_errors) std::cerr << "headroom: audit log: " << error << "\n";
+      for (const std::string& error : result.audit_errors)
+        std::cerr << "headroom: audit log: " << error << "\n";
     }
     const bool clean_run =
         result.skipped.empty() && result.audit_errors.empty() && plan->blind_reason.empty();

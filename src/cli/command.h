@@ -3,11 +3,10 @@
 // What every subcommand shares is in globals.h; watch parses its own flags
 // (watch_args.h) so that headroom-watch does not link CLI11.
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/globals.h"
 #include "core/error.h"

@@ -1,9 +1,8 @@
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "cli/globals.h"
 #include "core/syscalls.h"

@@ -43,7 +43,8 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
   for (const std::string& input : inputs) {
     // Evidence names the file only when there are several.
     const std::string source = inputs.size() > 1 ? input : "";
-    auto fed = input == "-" ? feed_fd(analyzer, STDIN_FILENO, source) : feed_file(analyzer, input, source);
+    auto fed =
+        input == "-" ? feed_fd(analyzer, STDIN_FILENO, source) : feed_file(analyzer, input, source);
     if (!fed) return usage_error(fed.error().message);
   }
   Diagnosis diagnosis = analyzer.finish();
@@ -66,11 +67,14 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
 std::function<int()> setup_explain(CLI::App& app, const Globals& globals) {
   auto flags = std::make_shared<ExplainFlags>();
   app.add_option("logs", flags->inputs, "log files (plain or .gz); '-' or nothing reads stdin");
-  app.add_flag("--no-host", flags->no_host, "do not confirm on this host (the log comes from another machine)");
-  app.add_option("--catalog", flags->catalogs, "also load the *.toml signatures in this directory (docs/catalog.md)")
+  app.add_flag("--no-host", flags->no_host,
+               "do not confirm on this host (the log comes from another machine)");
+  app.add_option("--catalog", flags->catalogs,
+                 "also load the *.toml signatures in this directory (docs/catalog.md)")
       ->allow_extra_args(false)
       ->check(CLI::ExistingPath);
-  app.add_flag("--dump-patterns", flags->dump_patterns, "print the catalog's patterns as grep -E lines")
+  app.add_flag("--dump-patterns", flags->dump_patterns,
+               "print the catalog's patterns as grep -E lines")
       ->group("");  // hidden: benchmark and debugging aid
   return [flags, &globals]() { return run_explain(*flags, globals); };
 }

@@ -3,14 +3,13 @@
 // --strict refused to start it; 126/127 when the command could not be executed;
 // 2 for usage errors. Documented in docs/run.md.
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <iostream>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli/check_options.h"
 #include "cli/command.h"
@@ -65,7 +64,8 @@ const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
   for (const JobSample& sample : samples) {
     // A sample taken as the job exits can see the root cgroup of a dead pid.
     if (sample.host && sample.host->cgroup &&
-        (sample.host->cgroup->path != "/" || sample.host->cgroup->limit_bytes || found == nullptr)) {
+        (sample.host->cgroup->path != "/" || sample.host->cgroup->limit_bytes ||
+         found == nullptr)) {
       found = &*sample.host->cgroup;
       if (first) return found;
     }
@@ -74,11 +74,11 @@ const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
 }
 
 PostmortemInput gather(const Context& context, const SupervisionResult& run,
-                       const CheckOptions& options,
-                       std::chrono::system_clock::time_point started) {
+                       const CheckOptions& options, std::chrono::system_clock::time_point started) {
   PostmortemInput input;
   input.run = &run;
-  if (const CgroupSample* first = job_cgroup(run, true)) input.cgroup_oom_kills_before = first->oom_kills;
+  if (const CgroupSample* first = job_cgroup(run, true))
+    input.cgroup_oom_kills_before = first->oom_kills;
   if (const CgroupSample* last = job_cgroup(run, false)) {
     input.cgroup_path = last->path;
     input.cgroup_limit_bytes = last->limit_bytes;
@@ -101,7 +101,8 @@ PostmortemInput gather(const Context& context, const SupervisionResult& run,
   } else {
     input.could_not_see.push_back("kernel log: " + kernel_log.error().message);
   }
-  if (options.workers > 0 && options.batch_bytes) input.shm_need_bytes = dataloader_shm_need(options);
+  if (options.workers > 0 && options.batch_bytes)
+    input.shm_need_bytes = dataloader_shm_need(options);
   for (const std::string& reason : run.unreadable) {
     // Probes of a pid that just exited fail too; only missing privileges are blind spots.
     if (reason.find("Permission denied") != std::string::npos ||
@@ -127,10 +128,9 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
            const CheckOptions& options, const SupervisionResult& run, const Catalog& catalog,
            std::chrono::system_clock::time_point started) {
   if (run.log && run.log->lost_bytes > 0) {
-    std::cerr << fmt::format("headroom: --log lost {} of output ({})\n",
-                             format_bytes(run.log->lost_bytes), run.log->last_error.empty()
-                                                                     ? "the disk was too slow"
-                                                                     : run.log->last_error);
+    std::cerr << fmt::format(
+        "headroom: --log lost {} of output ({})\n", format_bytes(run.log->lost_bytes),
+        run.log->last_error.empty() ? "the disk was too slow" : run.log->last_error);
   }
   PostmortemInput input = gather(context, run, options, started);
   // Whether the job ended badly does not depend on its output: decide that
@@ -140,9 +140,10 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
   if (postmortem.needed) {
     LogAnalyzer analyzer(catalog);
     analyzer.feed(output_for_explain(run));
-    analyzer.note_exit(
-        WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status)) : std::nullopt,
-        WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status)) : std::nullopt);
+    analyzer.note_exit(WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status))
+                                                  : std::nullopt,
+                       WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status))
+                                                    : std::nullopt);
     diagnosis = analyzer.finish();
     input.diagnosis = &diagnosis;
     postmortem = build_postmortem(input);
@@ -178,12 +179,16 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     if (CLI::Option* option = app.get_option_no_throw(name)) option->allow_extra_args(false);
   }
   app.add_option("--log", command->log, "also write the output to FILE (size-capped, rotated)");
-  app.add_option("--log-size", command->log_size, "size of one log file before rotating (default 64MiB)");
+  app.add_option("--log-size", command->log_size,
+                 "size of one log file before rotating (default 64MiB)");
   app.add_option("--log-keep", command->log_keep, "log files kept: FILE, FILE.1, ... (default 3)");
-  app.add_flag("--strict", command->strict, "refuse to start on a critical preflight finding (exit 125)");
-  app.add_option("--on-critical", command->on_critical,
-                 "send this signal (e.g. SIGUSR1) to the job once when a --dir is about to fill up");
-  app.add_option("--report", command->report, "write the post-mortem as JSON to FILE (docs/json.md)");
+  app.add_flag("--strict", command->strict,
+               "refuse to start on a critical preflight finding (exit 125)");
+  app.add_option(
+      "--on-critical", command->on_critical,
+      "send this signal (e.g. SIGUSR1) to the job once when a --dir is about to fill up");
+  app.add_option("--report", command->report,
+                 "write the post-mortem as JSON to FILE (docs/json.md)");
   app.add_option("--interval", command->interval, "sampling interval (default 1s)");
   app.add_option("--stall-timeout,--stall-after", command->stall_after,
                  "no output for this long after an ENOSPC error is a stall (default 5m)");
@@ -196,9 +201,11 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     auto interval = parse_duration(command->interval);
     auto stall = parse_duration(command->stall_after);
     auto log_size = parse_size(command->log_size);
-    if (!interval || interval->count() <= 0) return usage_error("--interval: expected a duration such as 1s");
+    if (!interval || interval->count() <= 0)
+      return usage_error("--interval: expected a duration such as 1s");
     if (!stall) return usage_error("--stall-timeout: " + stall.error().message);
-    if (!log_size || *log_size == 0) return usage_error("--log-size: expected a size such as 64MiB");
+    if (!log_size || *log_size == 0)
+      return usage_error("--log-size: expected a size such as 64MiB");
     if (!command->on_critical.empty()) {
       auto signal = parse_signal(command->on_critical);
       if (!signal) return usage_error("--on-critical: " + signal.error().message);
@@ -209,20 +216,20 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
 
     Report report;
     if (preflight(context, *options, globals, report) && command->strict) {
-      std::cerr << "headroom: --strict: not starting the job because of the critical finding(s) above\n";
+      std::cerr
+          << "headroom: --strict: not starting the job because of the critical finding(s) above\n";
       return kExitRefused;
     }
 
     supervisor.spawn.argv = command->command;
     supervisor.spawn.stdout_terminal = ::isatty(STDOUT_FILENO) == 1;
     supervisor.spawn.stderr_terminal = ::isatty(STDERR_FILENO) == 1;
-    supervisor.spawn.terminal_fd = supervisor.spawn.stdout_terminal ? STDOUT_FILENO
+    supervisor.spawn.terminal_fd = supervisor.spawn.stdout_terminal   ? STDOUT_FILENO
                                    : supervisor.spawn.stderr_terminal ? STDERR_FILENO
                                                                       : -1;
-    supervisor.spawn.hand_over_foreground = ::isatty(STDIN_FILENO) == 1 &&
-                                            ::tcgetpgrp(STDIN_FILENO) == ::getpgrp() &&
-                                            !supervisor.spawn.stdout_terminal &&
-                                            !supervisor.spawn.stderr_terminal;
+    supervisor.spawn.hand_over_foreground =
+        ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp() &&
+        !supervisor.spawn.stdout_terminal && !supervisor.spawn.stderr_terminal;
     supervisor.interval = *interval;
     supervisor.stall_after = *stall;
     if (!command->log.empty()) {
@@ -245,12 +252,15 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
       if (event.kind == AlertKind::kResolved) return;
       std::cerr << fmt::format("headroom: {}: {}\n", to_string(event.severity), event.summary);
     };
-    hooks.on_notice = [](const std::string& notice) { std::cerr << "headroom: " << notice << "\n"; };
+    hooks.on_notice = [](const std::string& notice) {
+      std::cerr << "headroom: " << notice << "\n";
+    };
 
     const auto started = std::chrono::system_clock::now();
     auto run = supervise(context, supervisor, hooks);
     if (!run) {
-      std::cerr << "headroom: cannot run " << command->command.front() << ": " << run.error().message << "\n";
+      std::cerr << "headroom: cannot run " << command->command.front() << ": "
+                << run.error().message << "\n";
       if (run.error().code == Error::Code::kNotFound) return 127;
       if (run.error().code == Error::Code::kPermissionDenied) return 126;
       return static_cast<int>(kExitUsage);

@@ -1,12 +1,11 @@
 #include "cli/watch_args.h"
 
+#include <fmt/format.h>
 #include <getopt.h>
 
 #include <algorithm>
 #include <array>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace headroom::cli {
 
@@ -25,7 +24,8 @@ struct OptionSpec {
 using enum WatchOpt;
 
 constexpr auto kOptions = std::to_array<OptionSpec>({
-    {kConfig, "config", Takes::kValue, "FILE", "TOML config file (docs/watch.md); flags override it"},
+    {kConfig, "config", Takes::kValue, "FILE",
+     "TOML config file (docs/watch.md); flags override it"},
     {kInterval, "interval", Takes::kValue, "DURATION",
      "time between samples, e.g. 5s, 200ms (default 5s)"},
     {kWindow, "window", Takes::kValue, "DURATION", "how far back predictions look (default 10m)"},
@@ -143,19 +143,18 @@ Result<WatchArgs> parse_watch_args(int argc, char** argv) {
     if (got == '?') {
       const OptionSpec* spec = find_spec(optopt);
       if (spec != nullptr) return usage(fmt::format("--{} takes no value", spec->name));
-      return usage(fmt::format("unknown flag '{}'", optopt > 0 && optopt < 256
-                                                        ? fmt::format("-{}", static_cast<char>(optopt))
-                                                        : offending(argc, argv)));
+      return usage(
+          fmt::format("unknown flag '{}'", optopt > 0 && optopt < 256
+                                               ? fmt::format("-{}", static_cast<char>(optopt))
+                                               : offending(argc, argv)));
     }
     if (got == ':') {
       const OptionSpec* spec = find_spec(optopt);
-      return usage(fmt::format("{} needs a value", spec != nullptr
-                                                       ? fmt::format("--{} {}", spec->name, spec->value)
-                                                       : offending(argc, argv)));
+      return usage(fmt::format("{} needs a value",
+                               spec != nullptr ? fmt::format("--{} {}", spec->name, spec->value)
+                                               : offending(argc, argv)));
     }
-    const WatchOpt option = got == 'h'   ? kHelp
-                            : got == 'v' ? kVerbose
-                                         : static_cast<WatchOpt>(got);
+    const WatchOpt option = got == 'h' ? kHelp : got == 'v' ? kVerbose : static_cast<WatchOpt>(got);
     std::string value = optarg != nullptr ? optarg : "";
     // `--listen 127.0.0.1:9840` as well as `--listen=...`: getopt takes an
     // optional value only after '=', but the common spelling is a separate word.
@@ -182,13 +181,13 @@ std::string watch_help() {
   for (const OptionSpec& spec : kOptions) {
     if (spec.help.empty()) continue;
     if (spec.name == kFirstGlobal) out += "\nGlobal options (also before `watch`):\n";
-    const std::string flag =
-        spec.value.empty() ? fmt::format("--{}", spec.name)
-                           : fmt::format("--{} {}", spec.name, spec.value);
+    const std::string flag = spec.value.empty() ? fmt::format("--{}", spec.name)
+                                                : fmt::format("--{} {}", spec.name, spec.value);
     out += fmt::format("  {:<28}{}\n", flag, spec.help);
   }
-  out += "\nExit: 0 stopped by SIGINT/SIGTERM (or --once/--count with no alert firing),\n"
-         "1 --once/--count ended with an alert firing, 2 usage error. docs/watch.md has more.\n";
+  out +=
+      "\nExit: 0 stopped by SIGINT/SIGTERM (or --once/--count with no alert firing),\n"
+      "1 --once/--count ended with an alert firing, 2 usage error. docs/watch.md has more.\n";
   return out;
 }
 

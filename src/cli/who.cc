@@ -3,16 +3,14 @@
 // their fd was closed and files deleted while open. Exit: 0 holders found,
 // 1 none, 2 usage error or /proc unreadable (like fuser).
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cstring>
-
 #include <iostream>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -66,22 +64,20 @@ void print_text(const InUseIndex& index, const std::vector<PathHolders>& results
       std::cout << fmt::format("{}: no process holds it\n", result.path.string());
       continue;
     }
-    const std::string headline = fmt::format("{}: held by {} process{} ({} file{})",
-                                             result.path.string(), pids.size(),
-                                             pids.size() == 1 ? "" : "es", result.holders.size(),
-                                             result.holders.size() == 1 ? "" : "s");
+    const std::string headline = fmt::format(
+        "{}: held by {} process{} ({} file{})", result.path.string(), pids.size(),
+        pids.size() == 1 ? "" : "es", result.holders.size(), result.holders.size() == 1 ? "" : "s");
     std::cout << (style.color ? "\033[1m" + headline + "\033[0m" : headline) << "\n";
     std::cout << fmt::format("  {:>7}  {:<10} {:<16} {:<7} {}\n", "PID", "USER", "COMMAND", "HOW",
                              "FILE");
     for (const Holder* holder : result.holders) {
       const ProcessInfo* process = index.process(holder->pid);
-      std::cout << fmt::format("  {:>7}  {:<10} {:<16} {:<7} {}{}\n", holder->pid,
-                               process != nullptr ? process->user : "?",
-                               process != nullptr ? process->command : "?", how_text(*holder),
-                               holder->original_path(),
-                               holder->deleted ? "  (deleted: still uses " +
-                                                     format_bytes(holder->size_bytes) + ")"
-                                               : "");
+      std::cout << fmt::format(
+          "  {:>7}  {:<10} {:<16} {:<7} {}{}\n", holder->pid,
+          process != nullptr ? process->user : "?", process != nullptr ? process->command : "?",
+          how_text(*holder), holder->original_path(),
+          holder->deleted ? "  (deleted: still uses " + format_bytes(holder->size_bytes) + ")"
+                          : "");
     }
   }
   if (!index.unreadable_pids().empty()) {
@@ -144,8 +140,8 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
         out["paths"].push_back(entry);
       }
       out["processes_scanned"] = index->processes_scanned();
-      out["unreadable_pids"] = std::vector<int>(index->unreadable_pids().begin(),
-                                                index->unreadable_pids().end());
+      out["unreadable_pids"] =
+          std::vector<int>(index->unreadable_pids().begin(), index->unreadable_pids().end());
       out["hidepid"] = index->hidepid();
       std::cout << out.dump(2) << "\n";
     } else {

@@ -3,9 +3,8 @@
 // file missing on one kernel) are returned as values, never thrown.
 
 #include <string>
-#include <utility>
-
 #include <tl/expected.hpp>
+#include <utility>
 
 namespace headroom {
 
@@ -19,9 +18,7 @@ struct Error {
   /// Maps an errno to a Code and formats "<path>: <strerror>".
   static Error from_errno(int errnum, const std::string& path);
   static Error parse(std::string message) { return {Code::kParse, std::move(message)}; }
-  static Error invalid(std::string message) {
-    return {Code::kInvalidArgument, std::move(message)};
-  }
+  static Error invalid(std::string message) { return {Code::kInvalidArgument, std::move(message)}; }
 };
 
 /// An alias so that moving to C++23 std::expected is a one-line change.

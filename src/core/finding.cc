@@ -1,9 +1,9 @@
 #include "core/finding.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
-
-#include <fmt/format.h>
 
 #include "core/units.h"
 

@@ -1,12 +1,12 @@
 #include "core/units.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace headroom {
 
@@ -40,10 +40,9 @@ Result<std::pair<double, std::string>> split_number(std::string_view text, std::
     ++end;
   }
   if (end == 0 || (end == 1 && text[0] == '.')) {
-    return fail(Error::invalid(fmt::format("invalid {} '{}': expected a number{}", what, original,
-                                           !text.empty() && text[0] == '-'
-                                               ? " (negative values are not allowed)"
-                                               : "")));
+    return fail(Error::invalid(
+        fmt::format("invalid {} '{}': expected a number{}", what, original,
+                    !text.empty() && text[0] == '-' ? " (negative values are not allowed)" : "")));
   }
   double value = 0;
   const std::string number(text.substr(0, end));
@@ -91,9 +90,9 @@ Result<std::uint64_t> parse_size(std::string_view text) {
       return static_cast<std::uint64_t>(bytes);
     }
   }
-  return fail(Error::invalid(
-      fmt::format("invalid size '{}': unknown unit '{}' (use B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)",
-                  text, unit)));
+  return fail(Error::invalid(fmt::format(
+      "invalid size '{}': unknown unit '{}' (use B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)", text,
+      unit)));
 }
 
 Result<std::chrono::milliseconds> parse_duration(std::string_view text) {

@@ -18,7 +18,8 @@ namespace headroom {
 [[nodiscard]] Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 /// "64.0 MiB", "1.2 GiB", "512 B".
 [[nodiscard]] std::string format_bytes(std::uint64_t bytes);
-/// Bytes rounded up to a whole number of MiB or GiB, as docker and Kubernetes take them: "96m", "2g".
+/// Bytes rounded up to a whole number of MiB or GiB, as docker and Kubernetes take them: "96m",
+/// "2g".
 [[nodiscard]] std::string format_docker_size(std::uint64_t bytes);
 /// Kubernetes quantity, rounded up: "96Mi", "2Gi".
 [[nodiscard]] std::string format_k8s_quantity(std::uint64_t bytes);

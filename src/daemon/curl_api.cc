@@ -4,10 +4,9 @@
 #include "daemon/curl_api.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <mutex>
-
-#include <fmt/format.h>
 
 namespace headroom::daemon {
 
@@ -30,23 +29,22 @@ Result<CurlApi> open_curl() {
   CurlApi api{};
   using GlobalInit = CURLcode (*)(long);
   GlobalInit global_init = nullptr;
-  const bool complete =
-      resolve(library, "curl_global_init", global_init) &&
-      resolve(library, "curl_easy_init", api.easy_init) &&
-      resolve(library, "curl_easy_setopt", api.easy_setopt) &&
-      resolve(library, "curl_easy_perform", api.easy_perform) &&
-      resolve(library, "curl_easy_getinfo", api.easy_getinfo) &&
-      resolve(library, "curl_easy_cleanup", api.easy_cleanup) &&
-      resolve(library, "curl_easy_strerror", api.easy_strerror) &&
-      resolve(library, "curl_slist_append", api.slist_append) &&
-      resolve(library, "curl_slist_free_all", api.slist_free_all);
+  const bool complete = resolve(library, "curl_global_init", global_init) &&
+                        resolve(library, "curl_easy_init", api.easy_init) &&
+                        resolve(library, "curl_easy_setopt", api.easy_setopt) &&
+                        resolve(library, "curl_easy_perform", api.easy_perform) &&
+                        resolve(library, "curl_easy_getinfo", api.easy_getinfo) &&
+                        resolve(library, "curl_easy_cleanup", api.easy_cleanup) &&
+                        resolve(library, "curl_easy_strerror", api.easy_strerror) &&
+                        resolve(library, "curl_slist_append", api.slist_append) &&
+                        resolve(library, "curl_slist_free_all", api.slist_free_all);
   if (!complete) {
     return fail(Error{Error::Code::kUnsupported,
                       fmt::format("{} lacks a function headroom needs: {}", kSoname, ::dlerror())});
   }
   if (const CURLcode code = global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
-    return fail(Error{Error::Code::kIo,
-                      fmt::format("curl_global_init: {}", api.easy_strerror(code))});
+    return fail(
+        Error{Error::Code::kIo, fmt::format("curl_global_init: {}", api.easy_strerror(code))});
   }
   return api;
 }

@@ -2,13 +2,12 @@
 // alert in HEADROOM_ALERT_* environment variables. The command is killed (its
 // process group, which we started) if it outlives the delivery timeout.
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/alerts/watch_json.h"
 #include "daemon/sink_factories.h"
@@ -71,9 +70,9 @@ class ExecSink final : public AlertSink {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-    return fail(Error{Error::Code::kIo,
-                      fmt::format("'{}' exited with status {}", command_,
-                                  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))});
+    return fail(Error{Error::Code::kIo, fmt::format("'{}' exited with status {}", command_,
+                                                    WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                      : 128 + WTERMSIG(status))});
   }
 
  private:

@@ -85,8 +85,8 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
       out.gauge("headroom_shm_avail_bytes", "Bytes still free in /dev/shm", shm, avail);
       out.gauge("headroom_shm_size_bytes", "Size of /dev/shm in bytes", shm, size);
       if (estimate != nullptr && estimate->eta_seconds) {
-        out.gauge("headroom_shm_fill_eta_seconds", "Predicted seconds until /dev/shm is full",
-                  shm, *estimate->eta_seconds);
+        out.gauge("headroom_shm_fill_eta_seconds", "Predicted seconds until /dev/shm is full", shm,
+                  *estimate->eta_seconds);
       }
     }
   }
@@ -94,9 +94,8 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
 
 void host_metrics(const Sample& sample, const Predictions& predictions, Families& out) {
   if (sample.shm_stale_bytes) {
-    out.gauge("headroom_shm_stale_bytes",
-              "Bytes of /dev/shm files no process holds open or mapped", {},
-              static_cast<double>(*sample.shm_stale_bytes));
+    out.gauge("headroom_shm_stale_bytes", "Bytes of /dev/shm files no process holds open or mapped",
+              {}, static_cast<double>(*sample.shm_stale_bytes));
   }
   if (sample.memory) {
     out.gauge("headroom_memory_total_bytes", "MemTotal", {},
@@ -142,8 +141,8 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
                 static_cast<double>(*sample.system_oom_kills));
   }
   if (sample.fds && sample.fds->system) {
-    out.gauge("headroom_file_handles_allocated", "File handles allocated system-wide (file-nr)",
-              {}, static_cast<double>(sample.fds->open));
+    out.gauge("headroom_file_handles_allocated", "File handles allocated system-wide (file-nr)", {},
+              static_cast<double>(sample.fds->open));
     out.gauge("headroom_file_handles_max", "fs.file-max", {},
               static_cast<double>(sample.fds->limit));
   } else if (sample.fds) {
@@ -167,10 +166,11 @@ void sink_metrics(const std::vector<SinkStats>& sinks, Families& out) {
     const Labels labels = {{"sink", sink.sink}};
     out.counter("headroom_alert_sink_sent_total", "Alert events delivered", labels,
                 static_cast<double>(sink.sent));
-    out.counter("headroom_alert_sink_failed_total", "Alert events given up after retries",
-                labels, static_cast<double>(sink.failed));
-    out.counter("headroom_alert_sink_dropped_total", "Alert events dropped: the sink's queue was full",
-                labels, static_cast<double>(sink.dropped));
+    out.counter("headroom_alert_sink_failed_total", "Alert events given up after retries", labels,
+                static_cast<double>(sink.failed));
+    out.counter("headroom_alert_sink_dropped_total",
+                "Alert events dropped: the sink's queue was full", labels,
+                static_cast<double>(sink.dropped));
   }
 }
 
@@ -195,8 +195,8 @@ std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
             snapshot.sample_duration_seconds);
   out.gauge("headroom_sample_timestamp_seconds", "Unix time of the last sample", {},
             std::chrono::duration<double>(snapshot.step.sample.time.time_since_epoch()).count());
-  out.gauge("headroom_config_last_reload_successful",
-            "1 when the last config (re)load succeeded", {}, snapshot.config_last_reload_success);
+  out.gauge("headroom_config_last_reload_successful", "1 when the last config (re)load succeeded",
+            {}, snapshot.config_last_reload_success);
   out.gauge("headroom_build_info", "Version of headroom", {{"version", HEADROOM_VERSION}}, 1);
   return out.take();
 }

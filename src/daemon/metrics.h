@@ -4,12 +4,12 @@
 // the collector that prometheus-cpp's Exposer calls on every scrape. Names and
 // units: docs/metrics.md.
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 #include "core/alerts/watcher.h"
 

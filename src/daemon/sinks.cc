@@ -4,6 +4,7 @@
 
 #include "daemon/sinks.h"
 
+#include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "core/alerts/watch_json.h"
 #include "daemon/sink_factories.h"

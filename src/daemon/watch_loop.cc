@@ -1,5 +1,7 @@
 #include "daemon/watch_loop.h"
 
+#include <fmt/format.h>
+#include <prometheus/exposer.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -8,9 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
-#include <prometheus/exposer.h>
 
 #include "daemon/metrics.h"
 #include "daemon/sink_worker.h"
@@ -87,10 +86,11 @@ class SinkSet {
     for (const SinkSpec& spec : specs) {
       auto sink = make_sink(spec, config.delivery);
       if (!sink) return fail(sink.error());
-      set->workers_.push_back(std::make_unique<SinkWorker>(
-          std::move(*sink), config.delivery.queue_capacity, [log = hooks.log](const std::string& line) {
-            if (log) log("alert delivery failed: " + line);
-          }));
+      set->workers_.push_back(
+          std::make_unique<SinkWorker>(std::move(*sink), config.delivery.queue_capacity,
+                                       [log = hooks.log](const std::string& line) {
+                                         if (log) log("alert delivery failed: " + line);
+                                       }));
     }
     return set;
   }
@@ -103,8 +103,8 @@ class SinkSet {
     std::vector<SinkStats> result;
     for (const auto& worker : workers_) {
       const SinkCounters& counters = worker->counters();
-      result.push_back({worker->name(), counters.sent.load(), counters.failed.load(),
-                        counters.dropped.load()});
+      result.push_back(
+          {worker->name(), counters.sent.load(), counters.failed.load(), counters.dropped.load()});
     }
     return result;
   }
@@ -159,8 +159,9 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
       auto reloaded = hooks.reload();
       if (!reloaded) {
         reload_ok = 0;
-        if (hooks.log) hooks.log("config reload failed, keeping the running config: " +
-                                 reloaded.error().message);
+        if (hooks.log)
+          hooks.log("config reload failed, keeping the running config: " +
+                    reloaded.error().message);
       } else if (auto rebuilt = SinkSet::build(*reloaded, hooks); !rebuilt) {
         reload_ok = 0;
         if (hooks.log) hooks.log("config reload failed: " + rebuilt.error().message);
@@ -169,8 +170,10 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
           exposer.reset();
           if (reloaded->listen) {
             auto listening = listen_on(*reloaded->listen, collector);
-            if (listening) exposer = std::move(*listening);
-            else if (hooks.log) hooks.log(listening.error().message);
+            if (listening)
+              exposer = std::move(*listening);
+            else if (hooks.log)
+              hooks.log(listening.error().message);
           }
         }
         std::shared_ptr<SinkSet> old;

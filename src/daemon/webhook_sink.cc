@@ -4,9 +4,9 @@
 // timeout; a failure (connection refused, timeout, non-2xx) is retried with
 // exponential backoff, all on the sink's own thread.
 
-#include <thread>
-
 #include <fmt/format.h>
+
+#include <thread>
 
 #include "core/alerts/watch_json.h"
 #include "daemon/curl_api.h"
@@ -43,9 +43,7 @@ class WebhookSink final : public AlertSink {
   WebhookSink(const CurlApi& curl, SinkKind kind, std::string url, DeliveryOptions delivery)
       : curl_(curl), kind_(kind), url_(std::move(url)), delivery_(delivery) {}
 
-  std::string describe() const override {
-    return fmt::format("{} {}", to_string(kind_), url_);
-  }
+  std::string describe() const override { return fmt::format("{} {}", to_string(kind_), url_); }
 
   Result<void> send(const AlertEvent& event, const std::atomic<bool>& cancel) override {
     const std::string body = payload(kind_, event);
@@ -65,8 +63,8 @@ class WebhookSink final : public AlertSink {
       if (sent) return {};
       last = sent.error();
     }
-    return fail(Error{last.code, fmt::format("{} (after {} tries)", last.message,
-                                             delivery_.retries + 1)});
+    return fail(
+        Error{last.code, fmt::format("{} (after {} tries)", last.message, delivery_.retries + 1)});
   }
 
  private:
@@ -79,7 +77,8 @@ class WebhookSink final : public AlertSink {
     curl_.easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
     curl_.easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
     curl_.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
-    curl_.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(delivery_.timeout.count()));
+    curl_.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                      static_cast<long>(delivery_.timeout.count()));
     curl_.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
     curl_.easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
     curl_.easy_setopt(curl, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);

@@ -89,13 +89,14 @@ PYBIND11_MODULE(_headroom, module) {
       .def_readwrite("worker_rss", &CheckOptions::worker_rss)
       .def_readwrite("only", &CheckOptions::only);
 
-  module.def("run_checks", &headroom::run_checks_json, py::arg("options"),
-             py::arg("environment"), py::arg("working_directory"), py::arg("root") = "/",
+  module.def("run_checks", &headroom::run_checks_json, py::arg("options"), py::arg("environment"),
+             py::arg("working_directory"), py::arg("root") = "/",
              "Runs the checks (GIL released) and returns the report as a JSON string.");
   module.def(
       "dataloader_shm_need",
       [](const CheckOptions& options) { return headroom::dataloader_shm_need(options); },
-      py::arg("options"), "Peak /dev/shm bytes of the DataLoaders: ranks x workers x prefetch x batch.");
+      py::arg("options"),
+      "Peak /dev/shm bytes of the DataLoaders: ranks x workers x prefetch x batch.");
   module.def(
       "check_ids",
       [] {
@@ -107,7 +108,8 @@ PYBIND11_MODULE(_headroom, module) {
   module.def(
       "parse_size",
       [](const std::string& text) { return headroom::unwrap(headroom::parse_size(text)); },
-      py::arg("text"), "Parses \"32MiB\", \"1.5G\", \"4096\" into bytes; ValueError when malformed.");
+      py::arg("text"),
+      "Parses \"32MiB\", \"1.5G\", \"4096\" into bytes; ValueError when malformed.");
   module.def("format_bytes", &headroom::format_bytes, py::arg("bytes"),
              "Bytes for people: \"64.0 MiB\".");
 }

@@ -3,6 +3,8 @@
 // samples in C++ with the GIL released; results cross as the JSON documents of
 // `headroom watch --json` (docs/json.md).
 
+#include "core/alerts/watcher.h"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "core/alerts/watch_json.h"
-#include "core/alerts/watcher.h"
 #include "core/live_context.h"
 #include "python/errors.h"
 
@@ -45,7 +46,8 @@ class PyWatcher {
   /// The alerts firing now: [{"kind", "rule", "subject", "severity", ...}].
   std::string active() const {
     nlohmann::ordered_json alerts = nlohmann::ordered_json::array();
-    for (const auto& [key, alert] : watcher_.engine().active()) alerts.push_back(to_json(alert.last));
+    for (const auto& [key, alert] : watcher_.engine().active())
+      alerts.push_back(to_json(alert.last));
     return alerts.dump();
   }
 

@@ -24,15 +24,16 @@ class FakeSyscalls final : public Syscalls {
     const FsStats* best = nullptr;
     std::size_t best_length = 0;
     for (const auto& [prefix, stats] : filesystems_) {
-      const bool under = wanted.compare(0, prefix.size(), prefix) == 0 &&
-                         (wanted.size() == prefix.size() || prefix.back() == '/' ||
-                          wanted[prefix.size()] == '/');
+      const bool under =
+          wanted.compare(0, prefix.size(), prefix) == 0 &&
+          (wanted.size() == prefix.size() || prefix.back() == '/' || wanted[prefix.size()] == '/');
       if (under && (best == nullptr || prefix.size() >= best_length)) {
         best = &stats;
         best_length = prefix.size();
       }
     }
-    if (best == nullptr) return fail(Error{Error::Code::kNotFound, wanted + ": no fake filesystem"});
+    if (best == nullptr)
+      return fail(Error{Error::Code::kNotFound, wanted + ": no fake filesystem"});
     return *best;
   }
   [[nodiscard]] std::chrono::system_clock::time_point now() const override { return now_; }

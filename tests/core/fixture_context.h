@@ -25,7 +25,8 @@ inline Context fixture_context(std::string_view scenario, const Syscalls& syscal
   std::ifstream environ(fixture_path(scenario) / "environ");
   for (std::string line; std::getline(environ, line);) {
     const std::size_t equals = line.find('=');
-    if (equals != std::string::npos) context.environment[line.substr(0, equals)] = line.substr(equals + 1);
+    if (equals != std::string::npos)
+      context.environment[line.substr(0, equals)] = line.substr(equals + 1);
   }
   return context;
 }

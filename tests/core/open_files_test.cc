@@ -3,10 +3,10 @@
 
 #include "core/open_files.h"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "core/sys_root.h"
 

@@ -20,9 +20,9 @@ class ScratchRoot {
     path_ = std::filesystem::current_path() / ("scratch-root-" + std::to_string(random()));
     std::filesystem::create_directories(path_);
     if (!scenario.empty()) {
-      std::filesystem::copy(fixture_path(scenario), path_,
-                            std::filesystem::copy_options::recursive |
-                                std::filesystem::copy_options::copy_symlinks);
+      std::filesystem::copy(
+          fixture_path(scenario), path_,
+          std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
     }
   }
   ~ScratchRoot() {

@@ -10,8 +10,8 @@ TEST(ParseSize, AcceptsBinaryAndDecimalSuffixes) {
     const char* text;
     std::uint64_t bytes;
   } cases[] = {
-      {"4096", 4096},       {"64k", 65536},           {"32MiB", 32 * kMiB},
-      {"32mib", 32 * kMiB}, {"1.5G", 3 * kGiB / 2},   {"2GB", 2'000'000'000},
+      {"4096", 4096},         {"64k", 65536},         {"32MiB", 32 * kMiB},
+      {"32mib", 32 * kMiB},   {"1.5G", 3 * kGiB / 2}, {"2GB", 2'000'000'000},
       {"1 TiB", 1024 * kGiB}, {"512B", 512},          {"96m", 96 * kMiB},
   };
   for (const auto& c : cases) {

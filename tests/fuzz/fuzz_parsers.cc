@@ -49,24 +49,51 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (data[0] % 14) {
-    case 0: (void)headroom::parse_mountinfo(text); break;
-    case 1: (void)headroom::parse_meminfo(text); break;
-    case 2: (void)headroom::parse_pressure(text); break;
-    case 3: (void)headroom::parse_proc_cgroup(text); break;
-    case 4: (void)headroom::parse_cgroup_limit(text); break;
-    case 5: (void)headroom::parse_flat_keyed(text); break;
+    case 0:
+      (void)headroom::parse_mountinfo(text);
+      break;
+    case 1:
+      (void)headroom::parse_meminfo(text);
+      break;
+    case 2:
+      (void)headroom::parse_pressure(text);
+      break;
+    case 3:
+      (void)headroom::parse_proc_cgroup(text);
+      break;
+    case 4:
+      (void)headroom::parse_cgroup_limit(text);
+      break;
+    case 5:
+      (void)headroom::parse_flat_keyed(text);
+      break;
     case 6: {
       const auto records = headroom::parse_kmsg(text);
       (void)headroom::parse_oom_events(records);
       break;
     }
-    case 7: (void)headroom::parse_limits(text); break;
-    case 8: (void)headroom::parse_file_nr(text); break;
-    case 9: (void)headroom::parse_sysvipc_shm(text); break;
-    case 10: (void)headroom::parse_maps_line(text); break;
-    case 11: (void)headroom::parse_size(text); (void)headroom::parse_duration(text); break;
-    case 12: (void)headroom::parse_catalog(text, "fuzz"); break;
-    case 13: analyze_log(text); break;
+    case 7:
+      (void)headroom::parse_limits(text);
+      break;
+    case 8:
+      (void)headroom::parse_file_nr(text);
+      break;
+    case 9:
+      (void)headroom::parse_sysvipc_shm(text);
+      break;
+    case 10:
+      (void)headroom::parse_maps_line(text);
+      break;
+    case 11:
+      (void)headroom::parse_size(text);
+      (void)headroom::parse_duration(text);
+      break;
+    case 12:
+      (void)headroom::parse_catalog(text, "fuzz");
+      break;
+    case 13:
+      analyze_log(text);
+      break;
   }
   return 0;
 }

@@ -1,10 +1,10 @@
 // The rules themselves: each turns a sample (and its predictions) into
 // AlertConditions; AlertEngine::judge applies hysteresis and repeats.
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/alerts/rules.h"
 #include "core/units.h"
@@ -58,16 +58,17 @@ void eta_condition(const AlertConfig& config, std::string rule, std::string subj
                    std::vector<AlertCondition>& out) {
   const double horizon = static_cast<double>(config.eta_horizon.count());
   // A trend seen for less than eta_min_span is not stable enough to warn about.
-  const bool known = estimate != nullptr && estimate->eta_seconds.has_value() &&
-                     estimate->span_seconds >=
-                         static_cast<double>(config.eta_min_span.value_or(std::chrono::seconds(0)).count());
+  const bool known =
+      estimate != nullptr && estimate->eta_seconds.has_value() &&
+      estimate->span_seconds >=
+          static_cast<double>(config.eta_min_span.value_or(std::chrono::seconds(0)).count());
   const double eta = known ? *estimate->eta_seconds : INFINITY;
   const std::string summary =
       known ? fmt::format("{} full in {} at the current rate", what, eta_text(eta))
             : fmt::format("{} is not filling up", what);
-  out.push_back({std::move(rule), std::move(subject), severity, eta < horizon,
-                 eta > horizon * config.eta_clear_factor, false, known ? eta : -1, horizon,
-                 summary, std::move(labels)});
+  out.push_back({std::move(rule), std::move(subject), severity,
+                 eta<horizon, eta> horizon * config.eta_clear_factor, false, known ? eta : -1,
+                 horizon, summary, std::move(labels)});
 }
 
 void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
@@ -76,10 +77,9 @@ void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& fi
   const double checkpoint = static_cast<double>(*config.checkpoint_bytes);
   const double avail = static_cast<double>(filesystem.avail_bytes);
   const double fit = std::floor(avail / checkpoint);
-  const std::string summary =
-      fmt::format("{}: {} free, room for {:.0f} more checkpoint(s) of {}", filesystem.path,
-                  format_bytes(filesystem.avail_bytes), fit,
-                  format_bytes(*config.checkpoint_bytes));
+  const std::string summary = fmt::format("{}: {} free, room for {:.0f} more checkpoint(s) of {}",
+                                          filesystem.path, format_bytes(filesystem.avail_bytes),
+                                          fit, format_bytes(*config.checkpoint_bytes));
   // Writing the next checkpoint before the oldest is deleted needs one more;
   // clearing needs 5% more than that so a checkpoint just written does not flap.
   out.push_back({"checkpoint_space", filesystem.path, Severity::kCritical, avail < checkpoint,
@@ -99,11 +99,17 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                                                     const Predictions& predictions) {
   std::vector<AlertCondition> out;
   for (const FilesystemSample& filesystem : sample.filesystems) {
-    out.push_back({"path_missing", filesystem.path, Severity::kWarn, !filesystem.ok,
-                   filesystem.ok, false, filesystem.ok ? 0.0 : 1.0, 0,
-                   filesystem.ok ? fmt::format("{} is back", filesystem.path)
-                                 : fmt::format("{} cannot be watched: {}", filesystem.path,
-                                               filesystem.error),
+    out.push_back({"path_missing",
+                   filesystem.path,
+                   Severity::kWarn,
+                   !filesystem.ok,
+                   filesystem.ok,
+                   false,
+                   filesystem.ok ? 0.0 : 1.0,
+                   0,
+                   filesystem.ok
+                       ? fmt::format("{} is back", filesystem.path)
+                       : fmt::format("{} cannot be watched: {}", filesystem.path, filesystem.error),
                    {{"path", filesystem.path}, {"role", std::string(to_string(filesystem.role))}}});
   }
   for (const FilesystemSample* filesystem : distinct_filesystems(sample)) {
@@ -134,8 +140,14 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
       psi_above_since_.reset();
     }
     const bool holds = psi_above_since_ && sample.monotonic - *psi_above_since_ >= config_.psi_for;
-    out.push_back({"memory_psi", "memory", Severity::kCritical, holds, full < threshold * 0.8,
-                   false, full, threshold,
+    out.push_back({"memory_psi",
+                   "memory",
+                   Severity::kCritical,
+                   holds,
+                   full < threshold * 0.8,
+                   false,
+                   full,
+                   threshold,
                    fmt::format("memory pressure: all tasks stalled {:.1f}% of the last 10s", full),
                    {}});
   }
@@ -158,22 +170,32 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
     *last = *ooms;
     if (fresh > 0) last_oom_seen_ = sample.monotonic;
     const bool holds = last_oom_seen_ && sample.monotonic - *last_oom_seen_ < config_.oom_quiet;
-    out.push_back({"oom_kill", subject, Severity::kCritical, holds, !holds, fresh > 0,
-                   static_cast<double>(*ooms), 0,
+    out.push_back({"oom_kill",
+                   subject,
+                   Severity::kCritical,
+                   holds,
+                   !holds,
+                   fresh > 0,
+                   static_cast<double>(*ooms),
+                   0,
                    fmt::format("{} new OOM kill(s) in {} ({} in total)", fresh, subject, *ooms),
                    {}});
   }
   if (sample.fds && sample.fds->limit != 0 && sample.fds->limit != Limit::kUnlimited) {
-    const double used = 100.0 * static_cast<double>(sample.fds->open) /
-                        static_cast<double>(sample.fds->limit);
-    out.push_back({"fd_usage", "fds", Severity::kWarn, used >= config_.warn_percent,
-                   used < config_.warn_percent - config_.usage_clear_margin, false, used,
+    const double used =
+        100.0 * static_cast<double>(sample.fds->open) / static_cast<double>(sample.fds->limit);
+    out.push_back({"fd_usage",
+                   "fds",
+                   Severity::kWarn,
+                   used >= config_.warn_percent,
+                   used < config_.warn_percent - config_.usage_clear_margin,
+                   false,
+                   used,
                    config_.warn_percent,
-                   sample.fds->system
-                       ? fmt::format("{} of {} file handles allocated system-wide",
-                                     sample.fds->open, sample.fds->limit)
-                       : fmt::format("{} of {} file descriptors open", sample.fds->open,
-                                     sample.fds->limit),
+                   sample.fds->system ? fmt::format("{} of {} file handles allocated system-wide",
+                                                    sample.fds->open, sample.fds->limit)
+                                      : fmt::format("{} of {} file descriptors open",
+                                                    sample.fds->open, sample.fds->limit),
                    {}});
   }
   return out;
@@ -192,9 +214,16 @@ std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
   std::vector<AlertCondition> orphans;
   for (const auto& [key, alert] : active_) {
     if (seen.count(key) != 0) continue;
-    orphans.push_back({alert.last.rule, alert.last.subject, alert.last.severity, false, true,
-                       false, alert.last.value, alert.last.threshold,
-                       fmt::format("{}: no longer measured", alert.last.subject), {}});
+    orphans.push_back({alert.last.rule,
+                       alert.last.subject,
+                       alert.last.severity,
+                       false,
+                       true,
+                       false,
+                       alert.last.value,
+                       alert.last.threshold,
+                       fmt::format("{}: no longer measured", alert.last.subject),
+                       {}});
   }
   for (const AlertCondition& orphan : orphans) judge(orphan, sample, events);
   return events;

@@ -38,7 +38,8 @@ Result<void> validate(const AlertConfig& config) {
   }
   if (config.eta_horizon.count() <= 0) return fail(Error::invalid("eta_horizon must be > 0"));
   if (config.eta_clear_factor < 1) return fail(Error::invalid("eta_clear_factor must be >= 1"));
-  if (config.eta_min_span && config.eta_min_span->count() < 0) return fail(Error::invalid("eta_min_span must not be negative"));
+  if (config.eta_min_span && config.eta_min_span->count() < 0)
+    return fail(Error::invalid("eta_min_span must not be negative"));
   if (config.memory_eta_below_percent &&
       (*config.memory_eta_below_percent <= 0 || *config.memory_eta_below_percent > 100)) {
     return fail(Error::invalid("memory_eta_below_percent must be in (0, 100]"));
@@ -65,9 +66,9 @@ void AlertEngine::judge(const AlertCondition& condition, const Sample& sample,
   const std::string key = condition.key();
   auto found = active_.find(key);
   if (condition.holds) {
-    AlertEvent event{AlertKind::kFiring, condition.rule, condition.subject, condition.severity,
-                     condition.summary, condition.value, condition.threshold, sample.time,
-                     sample.time, condition.labels};
+    AlertEvent event{AlertKind::kFiring, condition.rule,  condition.subject,   condition.severity,
+                     condition.summary,  condition.value, condition.threshold, sample.time,
+                     sample.time,        condition.labels};
     if (found == active_.end()) {
       active_.emplace(key, ActiveAlert{event, sample.time, 0});
       events.push_back(std::move(event));

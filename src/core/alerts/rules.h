@@ -58,7 +58,8 @@ struct AlertConfig {
   std::chrono::seconds repeat_interval{3600};
 };
 
-/// Checks the config (thresholds ordered and in range, durations sensible); the Error names the key.
+/// Checks the config (thresholds ordered and in range, durations sensible); the Error names the
+/// key.
 [[nodiscard]] Result<void> validate(const AlertConfig& config);
 
 /// What happened to an alert at this sample.
@@ -74,7 +75,7 @@ struct AlertEvent {
   std::string rule;
   std::string subject;  ///< watched path, mountpoint, "memory", or the cgroup
   Severity severity = Severity::kWarn;
-  std::string summary;  ///< one line for people, e.g. "/ckpt full in 12m (91.0% used)"
+  std::string summary;   ///< one line for people, e.g. "/ckpt full in 12m (91.0% used)"
   double value = 0;      ///< the measured value that tripped (percent, seconds, count)
   double threshold = 0;  ///< what it was compared to
   std::chrono::system_clock::time_point time;     ///< of the sample that produced it

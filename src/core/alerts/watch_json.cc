@@ -1,8 +1,8 @@
 #include "core/alerts/watch_json.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
+
+#include <ctime>
 
 namespace headroom {
 
@@ -16,9 +16,8 @@ Json optional_json(const std::optional<T>& value) {
 }
 
 Json filesystem_json(const FilesystemSample& filesystem, const Predictions& predictions) {
-  Json json = {{"path", filesystem.path},
-               {"role", to_string(filesystem.role)},
-               {"ok", filesystem.ok}};
+  Json json = {
+      {"path", filesystem.path}, {"role", to_string(filesystem.role)}, {"ok", filesystem.ok}};
   if (!filesystem.ok) {
     json["error"] = filesystem.error;
     return json;
@@ -59,16 +58,11 @@ Json to_json(const FillEstimate& estimate) {
 Json to_json(const AlertEvent& event) {
   Json labels = Json::object();
   for (const auto& [name, value] : event.labels) labels[name] = value;
-  return {{"kind", to_string(event.kind)},
-          {"rule", event.rule},
-          {"subject", event.subject},
-          {"severity", to_string(event.severity)},
-          {"summary", event.summary},
-          {"value", event.value},
-          {"threshold", event.threshold},
-          {"time", rfc3339(event.time)},
-          {"started", rfc3339(event.started)},
-          {"labels", labels}};
+  return {{"kind", to_string(event.kind)},     {"rule", event.rule},
+          {"subject", event.subject},          {"severity", to_string(event.severity)},
+          {"summary", event.summary},          {"value", event.value},
+          {"threshold", event.threshold},      {"time", rfc3339(event.time)},
+          {"started", rfc3339(event.started)}, {"labels", labels}};
 }
 
 Json to_json(const WatchStep& step) {

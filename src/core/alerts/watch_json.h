@@ -14,7 +14,8 @@ namespace headroom {
 [[nodiscard]] std::string rfc3339(std::chrono::system_clock::time_point time);
 /// {"rate_bytes_per_second", "eta_seconds", "samples", "span_seconds", "agreement"}.
 [[nodiscard]] nlohmann::ordered_json to_json(const FillEstimate& estimate);
-/// {"kind", "rule", "subject", "severity", "summary", "value", "threshold", "time", "started", "labels"}.
+/// {"kind", "rule", "subject", "severity", "summary", "value", "threshold", "time", "started",
+/// "labels"}.
 [[nodiscard]] nlohmann::ordered_json to_json(const AlertEvent& event);
 /// {"time", "filesystems": [...with "prediction"], "memory", "pressure", "cgroup", "oom_kills",
 ///  "fds", "shm_stale_bytes", "probes", "alerts": [...]} .

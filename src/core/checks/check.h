@@ -42,7 +42,8 @@ struct CheckInput {
 
 /// One entry of the check table.
 struct CheckSpec {
-  std::string_view id;  ///< prefix of the finding ids it yields, e.g. "tmp" for tmp.space/tmp.socket
+  std::string_view
+      id;  ///< prefix of the finding ids it yields, e.g. "tmp" for tmp.space/tmp.socket
   std::string_view help;
   std::vector<Finding> (*run)(const CheckInput& input);
 };

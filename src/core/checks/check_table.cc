@@ -1,7 +1,7 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 
@@ -14,10 +14,8 @@ constexpr std::array<CheckSpec, 9> kChecks{{
      check_container_runtime},
     {"shm.capacity", "/dev/shm present, writable and big enough for the DataLoader",
      check_shm_capacity},
-    {"shm.stale", "segments in /dev/shm and SysV shm that no live process holds",
-     check_shm_stale},
-    {"tmp", "the temp dir Python will use: space, inodes, and a working AF_UNIX socket",
-     check_tmp},
+    {"shm.stale", "segments in /dev/shm and SysV shm that no live process holds", check_shm_stale},
+    {"tmp", "the temp dir Python will use: space, inodes, and a working AF_UNIX socket", check_tmp},
     {"disk.space", "free space and inodes of each --dir, and room for the next checkpoint",
      check_disk_space},
     {"memory", "available memory, swap, PSI, and the memory cgroup", check_memory},
@@ -57,7 +55,8 @@ Result<void> validate(const CheckOptions& options) {
   if (options.keep == 0) return fail(Error::invalid("--keep must be at least 1"));
   for (const std::string& prefix : options.only) {
     const bool known = std::any_of(kChecks.begin(), kChecks.end(), [&](const CheckSpec& spec) {
-      return spec.id.substr(0, prefix.size()) == prefix || prefix.substr(0, spec.id.size()) == spec.id;
+      return spec.id.substr(0, prefix.size()) == prefix ||
+             prefix.substr(0, spec.id.size()) == spec.id;
     });
     if (!known) return fail(Error::invalid(fmt::format("--only: no check named '{}'", prefix)));
   }

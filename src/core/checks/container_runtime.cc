@@ -101,8 +101,8 @@ std::vector<Finding> check_container_runtime(const CheckInput& input) {
     if (size) finding.add("shm_size_bytes", *size, "bytes");
     if (size && *size <= kRuntimeDefaultShm) {
       finding.severity = Severity::kWarn;
-      finding.summary += fmt::format(" of only {} (the runtime's default; see shm.capacity)",
-                                     format_bytes(*size));
+      finding.summary +=
+          fmt::format(" of only {} (the runtime's default; see shm.capacity)", format_bytes(*size));
       finding.remedy = shm_resize_remedies(runtime, kGiB);
     }
   }

@@ -9,10 +9,10 @@
 // saves_that_fit = floor(avail / SIZE); the next save fails when it is 0
 // (critical), the job runs out after saves_that_fit saves when that is below
 // N+1 (warn), and the steady state fits otherwise.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
@@ -63,9 +63,10 @@ std::string bigger_filesystem_remedy(const Runtime& runtime, const std::string& 
     case RuntimeKind::kSlurm:
       break;
   }
-  return fmt::format("point --dir (and the job's checkpoint dir) at a filesystem with {} free; "
-                     "list them with: {}",
-                     need != 0 ? "at least " + format_bytes(need) : "more space", kDfCommand);
+  return fmt::format(
+      "point --dir (and the job's checkpoint dir) at a filesystem with {} free; "
+      "list them with: {}",
+      need != 0 ? "at least " + format_bytes(need) : "more space", kDfCommand);
 }
 
 void add_checkpoint_projection(Finding& finding, const CheckInput& input, const FsStats& stats) {
@@ -82,15 +83,16 @@ void add_checkpoint_projection(Finding& finding, const CheckInput& input, const 
       "before the oldest is removed)",
       options.keep, options.keep, format_bytes(size), format_bytes(peak));
   if (fit == 0) {
-    escalate(finding, Severity::kCritical,
-             fmt::format("{}: the next checkpoint ({}) does not fit in {} free; {}",
-                         finding.subject, format_bytes(size), format_bytes(stats.avail_bytes),
-                         model));
+    escalate(
+        finding, Severity::kCritical,
+        fmt::format("{}: the next checkpoint ({}) does not fit in {} free; {}", finding.subject,
+                    format_bytes(size), format_bytes(stats.avail_bytes), model));
   } else if (fit < options.keep + 1) {
-    escalate(finding, Severity::kWarn,
-             fmt::format("{}: room for {} more checkpoint{} of {} ({} free), then save {} fails; {}",
-                         finding.subject, fit, fit == 1 ? "" : "s", format_bytes(size),
-                         format_bytes(stats.avail_bytes), fit + 1, model));
+    escalate(
+        finding, Severity::kWarn,
+        fmt::format("{}: room for {} more checkpoint{} of {} ({} free), then save {} fails; {}",
+                    finding.subject, fit, fit == 1 ? "" : "s", format_bytes(size),
+                    format_bytes(stats.avail_bytes), fit + 1, model));
   }
   if (fit < options.keep + 1) {
     finding.remedy.push_back(fmt::format(
@@ -129,8 +131,8 @@ void add_read_only_remedies(Finding& finding, const Runtime& runtime, const Moun
           fmt::format("if it should be writable: sudo mount -o remount,rw {}", mount_point));
       break;
   }
-  finding.remedy.push_back(fmt::format("or write to another dir; list filesystems with: {}",
-                                       kDfCommand));
+  finding.remedy.push_back(
+      fmt::format("or write to another dir; list filesystems with: {}", kDfCommand));
 }
 
 Finding disk_finding(const CheckInput& input, const std::filesystem::path& dir,
@@ -171,10 +173,10 @@ Finding disk_finding(const CheckInput& input, const std::filesystem::path& dir,
   const bool has_inodes = stats->total_inodes != 0;
   const Severity inodes =
       has_inodes ? by_threshold(stats->inodes_used_percent(), options) : Severity::kOk;
-  escalate(finding, inodes,
-           fmt::format("{}: {} of inodes used, {} free{}: new files fail with ENOSPC",
-                       finding.subject, format_percent(stats->inodes_used_percent()),
-                       stats->free_inodes, where));
+  escalate(
+      finding, inodes,
+      fmt::format("{}: {} of inodes used, {} free{}: new files fail with ENOSPC", finding.subject,
+                  format_percent(stats->inodes_used_percent()), stats->free_inodes, where));
   if (options.checkpoint_bytes && *options.checkpoint_bytes > 0) {
     add_checkpoint_projection(finding, input, *stats);
   }

@@ -11,9 +11,9 @@
 //        + 10 (torch 1.13's DataLoader opens 10 files to probe the limit on error)
 // Every batch the loop keeps alive holds its fds too, which is why a soft limit
 // at the common default of 1024 is a warning whenever workers are used.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/checks/check.h"
 #include "core/probes/file_nr.h"
@@ -115,8 +115,8 @@ Finding process_finding(const CheckInput& input) {
   const std::uint64_t target = std::max(kRecommended, need);
   if (limit->soft < need) {
     finding.severity = Severity::kCritical;
-    finding.summary = fmt::format("open files limit {} is below the job's {}",
-                                  limit_text(limit->soft), estimate);
+    finding.summary =
+        fmt::format("open files limit {} is below the job's {}", limit_text(limit->soft), estimate);
     finding.remedy = raise_remedies(input.runtime, *limit, target);
     if (limit->hard < need) {
       finding.remedy.insert(finding.remedy.begin(),
@@ -148,15 +148,15 @@ Finding system_finding(const CheckInput& input) {
       "when the kernel's file handles (fs.file-max) run out, every process on the host gets "
       "ENFILE \"Too many open files in system\", whatever its own limit";
   const double percent = file_nr->used_percent();
-  const std::uint64_t left = file_nr->max > file_nr->allocated ? file_nr->max - file_nr->allocated
-                                                               : 0;
+  const std::uint64_t left =
+      file_nr->max > file_nr->allocated ? file_nr->max - file_nr->allocated : 0;
   const std::uint64_t job_need = input.options.ranks * estimated_need(input.options);
   finding.add("allocated_handles", file_nr->allocated, "count");
   finding.add("file_max", file_nr->max, "count");
   finding.add("used_percent", percent, "percent");
   finding.add("job_need", job_need, "count");
-  finding.summary = fmt::format("{} of {} system-wide file handles in use ({})",
-                                file_nr->allocated, file_nr->max, format_percent(percent));
+  finding.summary = fmt::format("{} of {} system-wide file handles in use ({})", file_nr->allocated,
+                                file_nr->max, format_percent(percent));
   if (percent >= kSystemCriticalPercent || left < job_need) {
     finding.severity = Severity::kCritical;
     finding.summary += fmt::format(": {} left, the job's {} ranks need about {}", left,
@@ -166,10 +166,10 @@ Finding system_finding(const CheckInput& input) {
   }
   if (finding.severity != Severity::kOk) {
     const std::uint64_t target = 2 * file_nr->max;
-    finding.remedy.push_back(fmt::format(
-        "raise the ceiling: sudo sysctl -w fs.file-max={0} and persist it with echo "
-        "'fs.file-max = {0}' | sudo tee /etc/sysctl.d/90-file-max.conf",
-        target));
+    finding.remedy.push_back(
+        fmt::format("raise the ceiling: sudo sysctl -w fs.file-max={0} and persist it with echo "
+                    "'fs.file-max = {0}' | sudo tee /etc/sysctl.d/90-file-max.conf",
+                    target));
     finding.remedy.emplace_back(
         "find the processes holding most fds: for p in /proc/[0-9]*; do echo \"$(ls $p/fd "
         "2>/dev/null | wc -l) $p $(cat $p/comm 2>/dev/null)\"; done | sort -n | tail");

@@ -3,10 +3,10 @@
 // never critical: they say the job's memory budget was wrong before, not that
 // it is wrong now. Source: probes/kmsg.h (/dev/kmsg, mm/oom_kill.c messages).
 
-#include <ctime>
-
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+
+#include <ctime>
 
 #include "core/checks/check.h"
 #include "core/probes/kmsg.h"
@@ -33,7 +33,8 @@ std::string utc(std::chrono::system_clock::time_point time) {
 std::string describe(const OomEvent& event, std::chrono::system_clock::time_point now) {
   std::string text = fmt::format("{} (pid {})", event.comm.empty() ? "?" : event.comm, event.pid);
   if (event.constraint == OomConstraint::kMemoryCgroup) {
-    text += " in memory cgroup " + (event.oom_cgroup.empty() ? event.task_cgroup : event.oom_cgroup);
+    text +=
+        " in memory cgroup " + (event.oom_cgroup.empty() ? event.task_cgroup : event.oom_cgroup);
   } else if (event.constraint == OomConstraint::kHost) {
     text += ", host out of memory";
   } else {
@@ -70,15 +71,16 @@ std::vector<Finding> check_kernel_oom(const CheckInput& input) {
   finding.add("oom_kills_since_boot", static_cast<std::uint64_t>(all.size()), "count");
   finding.add("oom_kills_24h", static_cast<std::uint64_t>(recent.size()), "count");
   if (!log->records.empty() && log->boot_time) {
-    const auto oldest = *log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                              log->records.front().since_boot);
+    const auto oldest =
+        *log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              log->records.front().since_boot);
     finding.add("log_starts_at", utc(oldest));
   }
 
   if (recent.empty()) {
-    finding.summary = all.empty() ? "no OOM kills in the kernel log"
-                                  : fmt::format("no OOM kills in the last 24 hours ({} earlier)",
-                                                all.size());
+    finding.summary =
+        all.empty() ? "no OOM kills in the kernel log"
+                    : fmt::format("no OOM kills in the last 24 hours ({} earlier)", all.size());
     return {finding};
   }
   const OomEvent& last = *recent.back();

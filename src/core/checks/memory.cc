@@ -4,11 +4,12 @@
 // the share of time tasks stalled waiting for memory). The memory cgroup is
 // checked in memory_cgroup.cc.
 
-#include <cmath>
+#include "core/checks/memory.h"
 
 #include <fmt/format.h>
 
-#include "core/checks/memory.h"
+#include <cmath>
+
 #include "core/probes/meminfo.h"
 #include "core/probes/pressure.h"
 #include "core/units.h"
@@ -81,21 +82,22 @@ Finding check_memory_available(const CheckInput& input) {
 
   if (const std::uint64_t need = job_memory_need(options); need > 0) {
     finding.add("job_need_bytes", need, "bytes");
-    const std::string formula =
-        fmt::format("{} ranks x ({} workers + 1) x {}", options.ranks, options.workers,
-                    format_bytes(*options.worker_rss));
+    const std::string formula = fmt::format("{} ranks x ({} workers + 1) x {}", options.ranks,
+                                            options.workers, format_bytes(*options.worker_rss));
     const auto margin = static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 1.1));
     if (need > info->available_bytes) {
-      raise(finding, Severity::kCritical,
-            fmt::format("the job needs {} ({}) but only {} is available: the OOM killer will end it",
-                        format_bytes(need), formula, format_bytes(info->available_bytes)));
+      raise(
+          finding, Severity::kCritical,
+          fmt::format("the job needs {} ({}) but only {} is available: the OOM killer will end it",
+                      format_bytes(need), formula, format_bytes(info->available_bytes)));
     } else if (margin > info->available_bytes) {
       raise(finding, Severity::kWarn,
             fmt::format("the job needs {} ({}); {} is available: less than 10% to spare",
                         format_bytes(need), formula, format_bytes(info->available_bytes)));
     } else if (finding.severity == Severity::kOk) {
-      finding.summary = fmt::format("{} available; the job needs {} ({})",
-                                    format_bytes(info->available_bytes), format_bytes(need), formula);
+      finding.summary =
+          fmt::format("{} available; the job needs {} ({})", format_bytes(info->available_bytes),
+                      format_bytes(need), formula);
     }
   }
 
@@ -103,9 +105,9 @@ Finding check_memory_available(const CheckInput& input) {
     if (options.worker_rss && options.workers > 0) {
       const std::uint64_t per_rank = *options.worker_rss * options.ranks;
       const std::uint64_t fit = info->available_bytes / per_rank;
-      finding.remedy.push_back(fmt::format(
-          "fewer DataLoader workers: num_workers={} fits in what is available now",
-          fit > 1 ? fit - 1 : 0));
+      finding.remedy.push_back(
+          fmt::format("fewer DataLoader workers: num_workers={} fits in what is available now",
+                      fit > 1 ? fit - 1 : 0));
     }
     finding.remedy.emplace_back(
         "find and stop what else uses memory: ps -eo pid,rss,comm --sort=-rss | head");

@@ -5,9 +5,9 @@
 // counted by the kubelet for eviction), so the DataLoader's shared memory
 // counts against the same limit as the processes' RSS.
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/checks/memory.h"
 #include "core/probes/cgroup.h"
@@ -27,8 +27,9 @@ std::vector<std::string> limit_remedies(const Runtime& runtime, const MemoryCgro
                                         std::uint64_t bytes, const std::string& display_dir) {
   std::vector<std::string> lines;
   if (runtime.slurm) {
-    lines.push_back(fmt::format("request more memory from Slurm: sbatch --mem={}G ... (or srun --mem)",
-                                (bytes + kGiB - 1) / kGiB));
+    lines.push_back(
+        fmt::format("request more memory from Slurm: sbatch --mem={}G ... (or srun --mem)",
+                    (bytes + kGiB - 1) / kGiB));
   }
   switch (runtime.kind) {
     case RuntimeKind::kDocker:
@@ -37,19 +38,21 @@ std::vector<std::string> limit_remedies(const Runtime& runtime, const MemoryCgro
                                   format_docker_size(bytes)));
       break;
     case RuntimeKind::kKubernetes:
-      lines.push_back(fmt::format("raise the container's limit in the pod spec: resources: "
-                                  "{{limits: {{memory: {}}}}}",
-                                  format_k8s_quantity(bytes)));
+      lines.push_back(
+          fmt::format("raise the container's limit in the pod spec: resources: "
+                      "{{limits: {{memory: {}}}}}",
+                      format_k8s_quantity(bytes)));
       break;
     case RuntimeKind::kHost:
     case RuntimeKind::kSlurm:
       if (!runtime.slurm) {
-        lines.push_back(fmt::format("raise the cgroup's limit: echo {} > {}/{}", bytes, display_dir,
-                                    cgroup.version == CgroupVersion::kV1 ? "memory.limit_in_bytes"
-                                                                         : "memory.max"));
-        lines.push_back(fmt::format("or run the job in its own scope: systemd-run --scope -p "
-                                    "MemoryMax={} -- python train.py",
-                                    format_docker_size(bytes)));
+        lines.push_back(fmt::format(
+            "raise the cgroup's limit: echo {} > {}/{}", bytes, display_dir,
+            cgroup.version == CgroupVersion::kV1 ? "memory.limit_in_bytes" : "memory.max"));
+        lines.push_back(
+            fmt::format("or run the job in its own scope: systemd-run --scope -p "
+                        "MemoryMax={} -- python train.py",
+                        format_docker_size(bytes)));
       }
       break;
   }
@@ -103,9 +106,10 @@ Finding check_memory_cgroup(const CheckInput& input) {
     finding.add("total_need_bytes", need, "bytes");
   }
   const std::string shm_note =
-      shm_need > 0 ? fmt::format(" (incl. {} of /dev/shm: the emptyDir of medium Memory counts "
-                                 "against the pod's memory limit)",
-                                 format_bytes(shm_need))
+      shm_need > 0 ? fmt::format(
+                         " (incl. {} of /dev/shm: the emptyDir of medium Memory counts "
+                         "against the pod's memory limit)",
+                         format_bytes(shm_need))
                    : "";
 
   if (!cgroup->effective_limit_bytes) {
@@ -125,7 +129,8 @@ Finding check_memory_cgroup(const CheckInput& input) {
       finding.summary = fmt::format(
           "the job needs {} ({}){} but the memory cgroup's limit is {} with {} in use: the OOM "
           "killer will end it",
-          format_bytes(need), formula, shm_note, format_bytes(limit), format_bytes(cgroup->usage_bytes));
+          format_bytes(need), formula, shm_note, format_bytes(limit),
+          format_bytes(cgroup->usage_bytes));
     } else if (need > 0 && margin > room) {
       finding.severity = Severity::kWarn;
       finding.summary = fmt::format(
@@ -144,8 +149,9 @@ Finding check_memory_cgroup(const CheckInput& input) {
       const std::uint64_t target = cgroup->usage_bytes + margin;
       finding.remedy = limit_remedies(input.runtime, *cgroup, target, display_dir);
       if (shm_need > 0) {
-        finding.remedy.emplace_back("the /dev/shm emptyDir's sizeLimit must fit inside that limit "
-                                    "too: raise both together");
+        finding.remedy.emplace_back(
+            "the /dev/shm emptyDir's sizeLimit must fit inside that limit "
+            "too: raise both together");
       }
       // Each extra worker costs one process per rank plus its prefetched batches if shm is charged.
       const std::uint64_t per_worker =
@@ -161,8 +167,8 @@ Finding check_memory_cgroup(const CheckInput& input) {
   }
 
   if (cgroup->oom_kills && *cgroup->oom_kills > 0) {
-    const std::string past = fmt::format("{} process(es) in this cgroup were OOM-killed before",
-                                         *cgroup->oom_kills);
+    const std::string past =
+        fmt::format("{} process(es) in this cgroup were OOM-killed before", *cgroup->oom_kills);
     if (finding.severity == Severity::kOk) {
       finding.severity = Severity::kWarn;
       finding.summary = past + " (" + finding.summary + ")";

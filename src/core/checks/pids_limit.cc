@@ -18,10 +18,10 @@
 // the user on the host; root is exempt), the pids cgroup (smallest pids.max -
 // pids.current on the way up), kernel.threads-max and kernel.pid_max (against
 // all tasks on the host).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/probes/kernel_tasks.h"
@@ -44,7 +44,7 @@ enum class BoundKind { kNproc, kCgroup, kThreadsMax, kPidMax };
 /// One ceiling on the number of tasks, and what is already counted against it.
 struct Bound {
   BoundKind kind;
-  std::string name;  ///< "RLIMIT_NPROC of uid 1000", "pids.max of /sys/fs/cgroup/...", ...
+  std::string name;       ///< "RLIMIT_NPROC of uid 1000", "pids.max of /sys/fs/cgroup/...", ...
   std::string directory;  ///< the pids cgroup's directory, for kCgroup
   std::uint64_t limit = 0;
   std::uint64_t used = 0;
@@ -135,8 +135,8 @@ std::vector<Bound> read_bounds(const CheckInput& input, const Result<UserTasks>&
     finding.add("host_tasks", kernel->tasks, "count");
     finding.add("threads_max", kernel->threads_max, "count");
     finding.add("pid_max", kernel->pid_max, "count");
-    bounds.push_back({BoundKind::kThreadsMax, "kernel.threads-max", "", kernel->threads_max,
-                      kernel->tasks});
+    bounds.push_back(
+        {BoundKind::kThreadsMax, "kernel.threads-max", "", kernel->threads_max, kernel->tasks});
     bounds.push_back({BoundKind::kPidMax, "kernel.pid_max", "", kernel->pid_max, kernel->tasks});
   }
   return bounds;
@@ -153,7 +153,8 @@ std::vector<std::string> remedies(const CheckInput& input, const Bound& bound,
           "(up to the hard limit), '<user> - nproc {0}' in /etc/security/limits.conf (new login), "
           "or LimitNPROC={0} in the job's systemd unit",
           target));
-      if (input.runtime.kind == RuntimeKind::kDocker || input.runtime.kind == RuntimeKind::kPodman) {
+      if (input.runtime.kind == RuntimeKind::kDocker ||
+          input.runtime.kind == RuntimeKind::kPodman) {
         lines.push_back(fmt::format("docker run --ulimit nproc={0}:{0} ...", target));
       }
       break;
@@ -187,11 +188,13 @@ std::vector<std::string> remedies(const CheckInput& input, const Bound& bound,
   // Workers that fit the room left: per rank T + 4 + W x (1 feeder + 3 worker threads).
   const CheckOptions& options = input.options;
   const std::uint64_t launcher = options.ranks > 1 ? kLauncherTasks : 0;
-  const std::uint64_t per_rank = bound.room() > launcher ? (bound.room() - launcher) / options.ranks : 0;
+  const std::uint64_t per_rank =
+      bound.room() > launcher ? (bound.room() - launcher) / options.ranks : 0;
   const std::uint64_t fixed = need.intra_op + kMainHelperThreads;
-  const std::string fitting =
-      per_rank > fixed ? fmt::format("num_workers={} fits the room left", (per_rank - fixed) / (1 + kWorkerThreads))
-                       : std::string("not even num_workers=0 fits the room left");
+  const std::string fitting = per_rank > fixed
+                                  ? fmt::format("num_workers={} fits the room left",
+                                                (per_rank - fixed) / (1 + kWorkerThreads))
+                                  : std::string("not even num_workers=0 fits the room left");
   lines.push_back(fmt::format(
       "or start fewer tasks: {} (each worker costs {} tasks and a feeder thread in the main "
       "process); OMP_NUM_THREADS=1 saves {} per rank",
@@ -212,8 +215,7 @@ std::vector<Finding> check_pids_limit(const CheckInput& input) {
       "Resource temporarily unavailable\" (DataLoader workers) or \"RuntimeError: can't start "
       "new thread\" (pin-memory and queue feeder threads), or OpenMP/OpenBLAS abort";
   const Result<UserTasks> user = read_user_tasks(input.context);
-  const Estimate need =
-      estimate(input, user ? user->cpus_allowed : std::optional<std::uint64_t>());
+  const Estimate need = estimate(input, user ? user->cpus_allowed : std::optional<std::uint64_t>());
   finding.add("estimated_tasks", need.total, "count");
   finding.add("ranks", options.ranks, "count");
   finding.add("workers", options.workers, "count");
@@ -233,17 +235,18 @@ std::vector<Finding> check_pids_limit(const CheckInput& input) {
     unknown.why = std::move(finding.why);
     return {std::move(unknown)};
   }
-  const Bound& binding = *std::min_element(
-      bounds.begin(), bounds.end(), [](const Bound& a, const Bound& b) { return a.room() < b.room(); });
+  const Bound& binding =
+      *std::min_element(bounds.begin(), bounds.end(),
+                        [](const Bound& a, const Bound& b) { return a.room() < b.room(); });
   finding.add("room_left", binding.room(), "count");
   finding.add("binding_limit", binding.name);
   const std::string estimate_text = fmt::format(
       "the job needs about {} = {} rank(s) x ({} main-process threads + {} workers x {}){}",
       need.total, options.ranks, need.main_threads, options.workers, kWorkerThreads,
       options.ranks > 1 ? fmt::format(" + {} launcher", kLauncherTasks) : "");
-  finding.summary = fmt::format("room for {} more tasks under {} ({} of {} in use); {}",
-                                binding.room(), binding.name, binding.used, binding.limit,
-                                estimate_text);
+  finding.summary =
+      fmt::format("room for {} more tasks under {} ({} of {} in use); {}", binding.room(),
+                  binding.name, binding.used, binding.limit, estimate_text);
   if (need.total > binding.room()) {
     finding.severity = Severity::kCritical;
   } else if (2 * need.total > binding.room()) {

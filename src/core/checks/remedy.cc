@@ -30,12 +30,13 @@ std::vector<std::string> shm_resize_remedies(const Runtime& runtime, std::uint64
     case RuntimeKind::kSlurm:
       lines.push_back(
           fmt::format("sudo mount -o remount,size={} /dev/shm", format_docker_size(bytes)));
-      lines.push_back(fmt::format(
-          "make it permanent in /etc/fstab: tmpfs /dev/shm tmpfs defaults,size={} 0 0",
-          format_docker_size(bytes)));
+      lines.push_back(
+          fmt::format("make it permanent in /etc/fstab: tmpfs /dev/shm tmpfs defaults,size={} 0 0",
+                      format_docker_size(bytes)));
       if (runtime.slurm) {
-        lines.emplace_back("on a Slurm node /dev/shm is shared by all jobs: ask the admins, or "
-                           "request a node with more memory");
+        lines.emplace_back(
+            "on a Slurm node /dev/shm is shared by all jobs: ask the admins, or "
+            "request a node with more memory");
       }
       break;
   }

@@ -5,6 +5,7 @@
 // NCCL's shm transport maps one buffer per connection (src/transport/shm.cc).
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +13,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
@@ -76,8 +75,9 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
   struct stat info {};
   if (::stat(shm.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     finding.severity = Severity::kCritical;
-    finding.summary = "/dev/shm does not exist: DataLoader workers and torch.multiprocessing "
-                      "cannot create semaphores or shared tensors";
+    finding.summary =
+        "/dev/shm does not exist: DataLoader workers and torch.multiprocessing "
+        "cannot create semaphores or shared tensors";
     finding.add("shm_present", false);
     finding.remedy = shm_resize_remedies(input.runtime, 1 * kGiB);
     return {finding};
@@ -108,15 +108,17 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
   // semaphores, NCCL headers and allocator rounding.
   const std::uint64_t in_hand = options.ranks * 2 * options.batch_bytes.value_or(0);
   const std::uint64_t with_margin =
-      need + std::max(in_hand, static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 0.1)));
+      need +
+      std::max(in_hand, static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 0.1)));
   if (need > 0) finding.add("need_with_margin_bytes", with_margin, "bytes");
 
   const auto recommend = std::max(with_margin, stats->used_bytes() + with_margin);
 
   if (stats->read_only) {
     finding.severity = Severity::kCritical;
-    finding.summary = "/dev/shm is mounted read-only: creating the DataLoader fails with "
-                      "\"OSError: [Errno 30] Read-only file system\"";
+    finding.summary =
+        "/dev/shm is mounted read-only: creating the DataLoader fails with "
+        "\"OSError: [Errno 30] Read-only file system\"";
     finding.remedy = shm_resize_remedies(input.runtime, std::max<std::uint64_t>(recommend, kGiB));
     return {finding};
   }
@@ -140,19 +142,19 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
                         : "NCCL shm transport");
   } else if (need > 0 && with_margin > stats->avail_bytes) {
     finding.severity = Severity::kWarn;
-    finding.summary = fmt::format("/dev/shm has {} free; the job needs {} ({} with margin): too tight",
-                                  format_bytes(stats->avail_bytes), format_bytes(need),
-                                  format_bytes(with_margin));
+    finding.summary = fmt::format(
+        "/dev/shm has {} free; the job needs {} ({} with margin): too tight",
+        format_bytes(stats->avail_bytes), format_bytes(need), format_bytes(with_margin));
   } else if (stats->used_percent() >= options.critical_percent) {
     finding.severity = Severity::kCritical;
-    finding.summary = fmt::format("/dev/shm is {} full ({} free of {})",
-                                  format_percent(stats->used_percent()),
-                                  format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes));
+    finding.summary =
+        fmt::format("/dev/shm is {} full ({} free of {})", format_percent(stats->used_percent()),
+                    format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes));
   } else if (stats->used_percent() >= options.warn_percent) {
     finding.severity = Severity::kWarn;
-    finding.summary = fmt::format("/dev/shm is {} full ({} free of {})",
-                                  format_percent(stats->used_percent()),
-                                  format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes));
+    finding.summary =
+        fmt::format("/dev/shm is {} full ({} free of {})", format_percent(stats->used_percent()),
+                    format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes));
   } else if (need == 0 && stats->total_bytes <= kDockerDefault) {
     finding.severity = Severity::kWarn;
     finding.summary = fmt::format(
@@ -161,8 +163,8 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
         format_bytes(stats->total_bytes));
   } else if (!tmpfs) {
     finding.severity = Severity::kWarn;
-    finding.summary = fmt::format("/dev/shm is on {}, not tmpfs: shared tensors go through disk",
-                                  fstype);
+    finding.summary =
+        fmt::format("/dev/shm is on {}, not tmpfs: shared tensors go through disk", fstype);
   } else {
     finding.severity = Severity::kOk;
     finding.summary =

@@ -6,13 +6,12 @@
 // file_descriptor strategy unlinks at once, so ls shows nothing while df
 // shows /dev/shm full: that space is reported with the pids that hold it.
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
 #include <span>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/reclaim/shm_survey.h"
@@ -86,7 +85,8 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
   }
   finding.add("sysv_stale_segments", sysv_stale, "count");
   finding.add("sysv_stale_bytes", sysv_stale_bytes, "bytes");
-  finding.add("unlinked_held_segments", static_cast<std::uint64_t>(survey->unlinked.size()), "count");
+  finding.add("unlinked_held_segments", static_cast<std::uint64_t>(survey->unlinked.size()),
+              "count");
   finding.add("unlinked_held_bytes", unlinked_bytes, "bytes");
   if (!unlinked_pids.empty()) finding.add("unlinked_held_by_pids", pid_list(unlinked_pids));
   const InUseIndex& index = survey->index;
@@ -97,9 +97,9 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
   const std::uint64_t total_stale = stale_bytes + sysv_stale_bytes;
   auto stats = context.syscalls->statvfs(context.root.dev("shm"));
   const std::uint64_t size = stats ? stats->total_bytes : 0;
-  const bool significant =
-      total_stale >= kSignificantBytes ||
-      (size > 0 && static_cast<double>(total_stale) >= kSignificantShare * static_cast<double>(size));
+  const bool significant = total_stale >= kSignificantBytes ||
+                           (size > 0 && static_cast<double>(total_stale) >=
+                                            kSignificantShare * static_cast<double>(size));
   const std::uint64_t need = dataloader_shm_need(input.options);
 
   std::string unlinked_note;
@@ -120,34 +120,35 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
 
   if (total_stale == 0) {
     finding.severity = Severity::kOk;
-    finding.summary = fmt::format("no stale segments in /dev/shm or SysV shm{}{}", unlinked_note,
-                                  visibility);
+    finding.summary =
+        fmt::format("no stale segments in /dev/shm or SysV shm{}{}", unlinked_note, visibility);
     return {finding};
   }
-  finding.summary = fmt::format(
-      "{} stale segment{} ({}) that no process has open or mapped{}{}{}", stale_files + sysv_stale,
-      stale_files + sysv_stale == 1 ? "" : "s", format_bytes(total_stale),
-      sysv_stale > 0 ? fmt::format(", {} of them SysV", sysv_stale) : "", unlinked_note,
-      visibility);
+  finding.summary = fmt::format("{} stale segment{} ({}) that no process has open or mapped{}{}{}",
+                                stale_files + sysv_stale, stale_files + sysv_stale == 1 ? "" : "s",
+                                format_bytes(total_stale),
+                                sysv_stale > 0 ? fmt::format(", {} of them SysV", sysv_stale) : "",
+                                unlinked_note, visibility);
   finding.severity = significant ? Severity::kWarn : Severity::kOk;
   if (significant && stats) {
     const double used_percent = stats->used_percent();
     const std::uint64_t reachable = stats->used_bytes() + stats->avail_bytes;
     const double without_stale =
         reachable == 0 ? 0.0
-                       : 100.0 * static_cast<double>(stats->used_bytes() -
-                                                     std::min(stats->used_bytes(), stale_bytes)) /
+                       : 100.0 *
+                             static_cast<double>(stats->used_bytes() -
+                                                 std::min(stats->used_bytes(), stale_bytes)) /
                              static_cast<double>(reachable);
-    const bool pushes_over =
-        used_percent >= input.options.critical_percent && without_stale < input.options.critical_percent;
+    const bool pushes_over = used_percent >= input.options.critical_percent &&
+                             without_stale < input.options.critical_percent;
     const bool starves_job = need > 0 && stats->avail_bytes < need;
     if (pushes_over || starves_job) {
       finding.severity = Severity::kCritical;
-      finding.summary += starves_job ? fmt::format(": /dev/shm has {} free, the job needs {}",
-                                                   format_bytes(stats->avail_bytes), format_bytes(need))
-                                     : fmt::format(": /dev/shm is {} full, {} without them",
-                                                   format_percent(used_percent),
-                                                   format_percent(without_stale));
+      finding.summary +=
+          starves_job ? fmt::format(": /dev/shm has {} free, the job needs {}",
+                                    format_bytes(stats->avail_bytes), format_bytes(need))
+                      : fmt::format(": /dev/shm is {} full, {} without them",
+                                    format_percent(used_percent), format_percent(without_stale));
     }
   }
   if (reclaimable_bytes + sysv_stale_bytes > 0) {

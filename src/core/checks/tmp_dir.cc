@@ -5,10 +5,10 @@
 // reproduced in ../shared/corpus (tmp_full): a fallback is silent, no usable
 // candidate makes every DataLoader worker's feeder thread fail with "No usable
 // temporary directory found" and the training loop hang.
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
@@ -45,11 +45,13 @@ std::vector<std::string> runtime_tmp_remedies(const Runtime& runtime) {
   switch (runtime.kind) {
     case RuntimeKind::kDocker:
     case RuntimeKind::kPodman:
-      return {"give the container its own /tmp: docker run --tmpfs /tmp:rw,size=1g,mode=1777 ... "
-              "(or -v /path/on/host/tmp:/tmp)"};
+      return {
+          "give the container its own /tmp: docker run --tmpfs /tmp:rw,size=1g,mode=1777 ... "
+          "(or -v /path/on/host/tmp:/tmp)"};
     case RuntimeKind::kKubernetes:
-      return {"mount an emptyDir at /tmp (needed with readOnlyRootFilesystem): volumes: [{name: "
-              "tmp, emptyDir: {sizeLimit: 1Gi}}] and volumeMounts: [{name: tmp, mountPath: /tmp}]"};
+      return {
+          "mount an emptyDir at /tmp (needed with readOnlyRootFilesystem): volumes: [{name: "
+          "tmp, emptyDir: {sizeLimit: 1Gi}}] and volumeMounts: [{name: tmp, mountPath: /tmp}]"};
     case RuntimeKind::kHost:
     case RuntimeKind::kSlurm:
       break;
@@ -82,9 +84,10 @@ std::vector<std::string> tmp_remedies(const TmpState& state,
     }
   }
   if (full_dir) {
-    lines.push_back(fmt::format("free space in {0}: headroom du {0}, then headroom clean --tmp "
-                                "(removes leftover pymp-*/torch_* dirs of dead jobs)",
-                                full_dir->string()));
+    lines.push_back(
+        fmt::format("free space in {0}: headroom du {0}, then headroom clean --tmp "
+                    "(removes leftover pymp-*/torch_* dirs of dead jobs)",
+                    full_dir->string()));
   }
   for (std::string& line : runtime_tmp_remedies(state.input.runtime)) lines.push_back(line);
   return lines;
@@ -125,19 +128,18 @@ Finding tmp_space(const TmpState& state) {
   const MountEntry* mount =
       state.mounts != nullptr ? find_mount(*state.mounts, chosen.path) : nullptr;
   if (stats) add_filesystem_evidence(finding, *stats, mount);
-  const std::string room =
-      stats ? fmt::format("{} free, {} free inodes", format_bytes(stats->avail_bytes),
-                          stats->free_inodes)
-            : "free space unknown";
+  const std::string room = stats ? fmt::format("{} free, {} free inodes",
+                                               format_bytes(stats->avail_bytes), stats->free_inodes)
+                                 : "free space unknown";
   finding.summary = fmt::format("Python's temp dir is {} ({})", chosen.path.string(), room);
 
   const CandidateOutcome& first = state.resolution.tried.front();
   if (!first.usable()) {
     finding.severity = Severity::kWarn;
     if (first.candidate.origin == "default" || first.candidate.origin == "cwd") {
-      finding.summary = fmt::format(
-          "{} is not usable ({}): Python silently falls back to {} ({})",
-          first.candidate.path.string(), first.describe(), chosen.path.string(), room);
+      finding.summary =
+          fmt::format("{} is not usable ({}): Python silently falls back to {} ({})",
+                      first.candidate.path.string(), first.describe(), chosen.path.string(), room);
     } else {
       finding.summary = fmt::format(
           "{}={} is not usable ({}): Python's tempfile skips it and uses {} ({}); tools that read "
@@ -147,17 +149,17 @@ Finding tmp_space(const TmpState& state) {
           room, first.candidate.origin);
     }
     finding.remedy = tmp_remedies(state);
-    finding.remedy.insert(finding.remedy.begin() + 1,
-                          fmt::format("or make the fallback explicit: export TMPDIR={}",
-                                      chosen.path.string()));
+    finding.remedy.insert(
+        finding.remedy.begin() + 1,
+        fmt::format("or make the fallback explicit: export TMPDIR={}", chosen.path.string()));
     return finding;
   }
   if (stats && (stats->used_percent() >= state.input.options.warn_percent ||
                 (stats->total_inodes != 0 && stats->free_inodes < kLowInodes))) {
     finding.severity = Severity::kWarn;
-    finding.summary = fmt::format("Python's temp dir {} is nearly full: {} used ({})",
-                                  chosen.path.string(), format_percent(stats->used_percent()),
-                                  room);
+    finding.summary =
+        fmt::format("Python's temp dir {} is nearly full: {} used ({})", chosen.path.string(),
+                    format_percent(stats->used_percent()), room);
     finding.remedy = tmp_remedies(state, chosen.path);
   }
   return finding;
@@ -203,9 +205,9 @@ Finding tmp_socket(const TmpState& state) {
   if (!probe.ok()) {
     finding.severity = Severity::kCritical;
     finding.add("failed_step", probe.step);
-    finding.summary = fmt::format(
-        "multiprocessing cannot make its socket in {}: {} failed with {} (errno {})",
-        dir.string(), probe.step, std::strerror(probe.error), probe.error);
+    finding.summary =
+        fmt::format("multiprocessing cannot make its socket in {}: {} failed with {} (errno {})",
+                    dir.string(), probe.step, std::strerror(probe.error), probe.error);
     finding.remedy = tmp_remedies(state);
     return finding;
   }
@@ -219,8 +221,7 @@ Finding tmp_socket(const TmpState& state) {
 
 std::vector<Finding> check_tmp(const CheckInput& input) {
   auto mounts = read_mountinfo(input.context);
-  TmpState state{input, resolve_tempdir(input.context), std::nullopt,
-                 mounts ? &*mounts : nullptr};
+  TmpState state{input, resolve_tempdir(input.context), std::nullopt, mounts ? &*mounts : nullptr};
   state.chosen = state.resolution.chosen();
   return {tmp_space(state), tmp_socket(state)};
 }

@@ -5,10 +5,10 @@
 
 #include "core/explain/host.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
@@ -29,8 +29,8 @@ bool has_candidate(const Diagnosis& diagnosis, std::string_view cause) {
 }
 
 /// Findings of `headroom check` become facts: a warn or critical finding confirms.
-void add_check_facts(const Context& context, const std::vector<std::string>& only, const std::string& cause,
-                     HostConfirmation& host) {
+void add_check_facts(const Context& context, const std::vector<std::string>& only,
+                     const std::string& cause, HostConfirmation& host) {
   CheckOptions options;
   options.only = only;
   const Report report = run_checks(context, options);
@@ -38,21 +38,30 @@ void add_check_facts(const Context& context, const std::vector<std::string>& onl
     HostFact fact;
     fact.check = finding.id;
     fact.cause = finding.id == "shm.stale" ? "shm_stale" : cause;
-    fact.summary = finding.severity == Severity::kUnknown && !finding.reason.empty()
-                       ? fmt::format("{}: {}", finding.summary.empty() ? finding.id : finding.summary, finding.reason)
-                       : finding.summary;
+    fact.summary =
+        finding.severity == Severity::kUnknown && !finding.reason.empty()
+            ? fmt::format("{}: {}", finding.summary.empty() ? finding.id : finding.summary,
+                          finding.reason)
+            : finding.summary;
     fact.evidence = finding.evidence;
     switch (finding.severity) {
       case Severity::kCritical:
-      case Severity::kWarn: fact.verdict = HostVerdict::kConfirms; break;
-      case Severity::kOk: fact.verdict = HostVerdict::kNeutral; break;
-      case Severity::kUnknown: fact.verdict = HostVerdict::kUnknown; break;
+      case Severity::kWarn:
+        fact.verdict = HostVerdict::kConfirms;
+        break;
+      case Severity::kOk:
+        fact.verdict = HostVerdict::kNeutral;
+        break;
+      case Severity::kUnknown:
+        fact.verdict = HostVerdict::kUnknown;
+        break;
     }
     host.facts.push_back(std::move(fact));
   }
 }
 
-void add_kernel_log_facts(const Context& context, const Diagnosis& diagnosis, HostConfirmation& host) {
+void add_kernel_log_facts(const Context& context, const Diagnosis& diagnosis,
+                          HostConfirmation& host) {
   HostFact fact;
   fact.check = "kmsg";
   fact.cause = "host_oom";
@@ -70,13 +79,15 @@ void add_kernel_log_facts(const Context& context, const Diagnosis& diagnosis, Ho
   for (const OomEvent& event : events) {
     if (pids.count(event.pid) != 0) matching.push_back(&event);
   }
-  fact.evidence.push_back({"oom_kills_in_kernel_log", static_cast<std::uint64_t>(events.size()), "count"});
+  fact.evidence.push_back(
+      {"oom_kills_in_kernel_log", static_cast<std::uint64_t>(events.size()), "count"});
   if (!matching.empty()) {
     const OomEvent& event = *matching.front();
     fact.verdict = HostVerdict::kConfirms;
-    fact.summary = fmt::format("the kernel log has the OOM killer killing pid {} ({}), the pid named in the log{}",
-                               event.pid, event.comm,
-                               event.oom_cgroup.empty() ? "" : fmt::format("; limit of cgroup {}", event.oom_cgroup));
+    fact.summary = fmt::format(
+        "the kernel log has the OOM killer killing pid {} ({}), the pid named in the log{}",
+        event.pid, event.comm,
+        event.oom_cgroup.empty() ? "" : fmt::format("; limit of cgroup {}", event.oom_cgroup));
     fact.evidence.push_back({"killed_pid", static_cast<std::int64_t>(event.pid), ""});
     fact.evidence.push_back({"rss_bytes", event.rss_bytes(), "bytes"});
     fact.evidence.push_back({"constraint", std::string(to_string(event.constraint)), ""});
@@ -84,11 +95,13 @@ void add_kernel_log_facts(const Context& context, const Diagnosis& diagnosis, Ho
     // Kills of other pids may be another job's; only a pid the log names confirms.
     fact.verdict = HostVerdict::kNeutral;
     fact.summary = fmt::format(
-        "the kernel log has {} OOM kill(s), none of a pid the log names (a container renumbers pids); last: pid {} ({})",
+        "the kernel log has {} OOM kill(s), none of a pid the log names (a container renumbers "
+        "pids); last: pid {} ({})",
         events.size(), events.back().pid, events.back().comm);
   } else {
     fact.verdict = HostVerdict::kNeutral;
-    fact.summary = "no OOM kill in the kernel log (it may have rotated, or the job ran on another host)";
+    fact.summary =
+        "no OOM kill in the kernel log (it may have rotated, or the job ran on another host)";
   }
   host.facts.push_back(std::move(fact));
 }
@@ -122,9 +135,10 @@ void add_path_facts(const Context& context, const Diagnosis& diagnosis, HostConf
     const bool full = stats->avail_bytes == 0 || stats->used_percent() >= 95 ||
                       (stats->total_inodes > 0 && stats->free_inodes == 0);
     fact.verdict = full ? HostVerdict::kConfirms : HostVerdict::kNeutral;
-    fact.summary = fmt::format("{} is {} full now, {} free{}", path.string(), format_percent(stats->used_percent()),
-                               format_bytes(stats->avail_bytes),
-                               full ? "" : " (space may have been freed since the failure)");
+    fact.summary =
+        fmt::format("{} is {} full now, {} free{}", path.string(),
+                    format_percent(stats->used_percent()), format_bytes(stats->avail_bytes),
+                    full ? "" : " (space may have been freed since the failure)");
     host.facts.push_back(std::move(fact));
   }
 }
@@ -139,13 +153,16 @@ void add_fd_facts(const Context& context, HostConfirmation& host) {
     fact.verdict = HostVerdict::kUnknown;
     fact.summary = limit.error().message;
   } else {
-    // torch's file_descriptor strategy needs about one fd per tensor in flight; 1024 is the usual default.
+    // torch's file_descriptor strategy needs about one fd per tensor in flight; 1024 is the usual
+    // default.
     fact.verdict = limit->soft <= 4096 ? HostVerdict::kConfirms : HostVerdict::kNeutral;
-    fact.summary = limit->soft == Limit::kUnlimited
-                       ? "the open-files limit of this shell is unlimited"
-                       : fmt::format("the open-files limit of this shell is {} (soft) / {} (hard)", limit->soft,
-                                     limit->hard == Limit::kUnlimited ? std::string("unlimited")
-                                                                      : std::to_string(limit->hard));
+    fact.summary =
+        limit->soft == Limit::kUnlimited
+            ? "the open-files limit of this shell is unlimited"
+            : fmt::format("the open-files limit of this shell is {} (soft) / {} (hard)",
+                          limit->soft,
+                          limit->hard == Limit::kUnlimited ? std::string("unlimited")
+                                                           : std::to_string(limit->hard));
     fact.evidence.push_back({"nofile_soft", limit->soft, "count"});
   }
   host.facts.push_back(std::move(fact));
@@ -167,8 +184,9 @@ void add_memlock_facts(const Context& context, HostConfirmation& host) {
     fact.summary = "the locked-memory limit of this shell is unlimited";
   } else {
     fact.verdict = HostVerdict::kConfirms;  // RDMA stacks ask for unlimited
-    fact.summary = fmt::format("the locked-memory limit of this shell is {} (ulimit -l {}), not unlimited",
-                               format_bytes(limit->soft), limit->soft / 1024);
+    fact.summary =
+        fmt::format("the locked-memory limit of this shell is {} (ulimit -l {}), not unlimited",
+                    format_bytes(limit->soft), limit->soft / 1024);
     fact.evidence.push_back({"memlock_soft_bytes", limit->soft, "bytes"});
   }
   host.facts.push_back(std::move(fact));
@@ -207,10 +225,14 @@ Confidence step(Confidence confidence, int by) {
 
 std::string_view to_string(HostVerdict verdict) {
   switch (verdict) {
-    case HostVerdict::kConfirms: return "confirms";
-    case HostVerdict::kContradicts: return "contradicts";
-    case HostVerdict::kNeutral: return "neutral";
-    case HostVerdict::kUnknown: return "unknown";
+    case HostVerdict::kConfirms:
+      return "confirms";
+    case HostVerdict::kContradicts:
+      return "contradicts";
+    case HostVerdict::kNeutral:
+      return "neutral";
+    case HostVerdict::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -232,7 +254,8 @@ HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagno
   if (has_candidate(diagnosis, "tmp_full")) add_check_facts(context, {"tmp"}, "tmp_full", host);
   if (has_candidate(diagnosis, "fd_limit")) add_fd_facts(context, host);
   // pids.limit with a one-process job: the room left under the limit that binds.
-  if (has_candidate(diagnosis, "pid_limit")) add_check_facts(context, {"pids.limit"}, "pid_limit", host);
+  if (has_candidate(diagnosis, "pid_limit"))
+    add_check_facts(context, {"pids.limit"}, "pid_limit", host);
   if (has_candidate(diagnosis, "memlock_limit")) add_memlock_facts(context, host);
   if (has_candidate(diagnosis, "inotify_limit")) add_inotify_facts(context, host);
   return host;
@@ -241,12 +264,15 @@ HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagno
 void apply_host(Diagnosis& diagnosis, const HostConfirmation& host) {
   if (!host.performed || diagnosis.candidates.empty()) return;
   for (const HostFact& fact : host.facts) {
-    auto found = std::find_if(diagnosis.candidates.begin(), diagnosis.candidates.end(),
-                              [&](const Candidate& candidate) { return candidate.cause == fact.cause; });
-    if (fact.cause == "shm_stale" && fact.verdict == HostVerdict::kConfirms && found == diagnosis.candidates.end()) {
+    auto found =
+        std::find_if(diagnosis.candidates.begin(), diagnosis.candidates.end(),
+                     [&](const Candidate& candidate) { return candidate.cause == fact.cause; });
+    if (fact.cause == "shm_stale" && fact.verdict == HostVerdict::kConfirms &&
+        found == diagnosis.candidates.end()) {
       // The log says /dev/shm ran out; this host shows dead jobs' segments filling it.
-      auto small = std::find_if(diagnosis.candidates.begin(), diagnosis.candidates.end(),
-                                [](const Candidate& candidate) { return candidate.cause == "shm_too_small"; });
+      auto small = std::find_if(
+          diagnosis.candidates.begin(), diagnosis.candidates.end(),
+          [](const Candidate& candidate) { return candidate.cause == "shm_too_small"; });
       if (small == diagnosis.candidates.end()) continue;
       Candidate stale;
       stale.cause = "shm_stale";
@@ -254,9 +280,10 @@ void apply_host(Diagnosis& diagnosis, const HostConfirmation& host) {
       stale.confidence = small->confidence;
       stale.signatures = small->signatures;
       stale.matches = small->matches;
-      stale.reasoning.push_back(fmt::format(
-          "the log shows /dev/shm ran out, and on this host {}: segments of dead jobs, not the size, filled it.",
-          fact.summary));
+      stale.reasoning.push_back(
+          fmt::format("the log shows /dev/shm ran out, and on this host {}: segments of dead jobs, "
+                      "not the size, filled it.",
+                      fact.summary));
       diagnosis.candidates.push_back(std::move(stale));
       continue;
     }
@@ -285,7 +312,8 @@ std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime&
     for (std::uint64_t size : diagnosis.fields.sizes) need = std::max(need, size * 16);
     lines = shm_resize_remedies(runtime, need);
   } else if (verdict->cause == "shm_stale") {
-    lines.emplace_back("remove the segments no live process holds: headroom clean --shm (lists them first)");
+    lines.emplace_back(
+        "remove the segments no live process holds: headroom clean --shm (lists them first)");
   } else if (verdict->cause == "fd_limit" && runtime.kind == RuntimeKind::kDocker) {
     lines.emplace_back("docker run --ulimit nofile=65536:65536 ...");
   }

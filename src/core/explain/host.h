@@ -21,8 +21,8 @@ enum class HostVerdict { kConfirms, kContradicts, kNeutral, kUnknown };
 
 /// One fact measured on this host, and which cause it bears on.
 struct HostFact {
-  std::string check;    ///< "kmsg", "shm.capacity", "shm.stale", "memory.oom_kill", "path.space", ...
-  std::string cause;    ///< the cause it bears on
+  std::string check;  ///< "kmsg", "shm.capacity", "shm.stale", "memory.oom_kill", "path.space", ...
+  std::string cause;  ///< the cause it bears on
   HostVerdict verdict = HostVerdict::kNeutral;
   std::string summary;  ///< one sentence for people, e.g. "dmesg: Killed process 29403 (python3)"
   std::vector<Evidence> evidence;

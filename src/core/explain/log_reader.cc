@@ -4,6 +4,7 @@
 #include "core/explain/log_reader.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,8 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace headroom {
 
@@ -30,16 +29,19 @@ constexpr std::size_t kWindow = std::size_t{16} << 20;
 /// over). False when the first mapping fails; the caller then reads.
 bool feed_mapped(LogAnalyzer& analyzer, int fd, std::uint64_t skip, std::uint64_t size) {
   for (std::uint64_t base = 0; base < size; base += kWindow) {
-    const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(kWindow, size - base));
+    const std::size_t length =
+        static_cast<std::size_t>(std::min<std::uint64_t>(kWindow, size - base));
     // MAP_POPULATE maps the window's cached pages in one call instead of a fault per 64 KiB.
-    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(base));
+    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
+                          static_cast<off_t>(base));
     if (mapped == MAP_FAILED) {
       if (base == 0) return false;
       break;  // the file shrank under us: stop at what was read
     }
     ::madvise(mapped, length, MADV_SEQUENTIAL);
     const std::size_t from = base < skip ? static_cast<std::size_t>(skip - base) : 0;
-    if (from < length) analyzer.feed(std::string_view(static_cast<const char*>(mapped) + from, length - from));
+    if (from < length)
+      analyzer.feed(std::string_view(static_cast<const char*>(mapped) + from, length - from));
     ::munmap(mapped, length);
   }
   return true;
@@ -60,10 +62,13 @@ Result<std::size_t> read_some(int fd, char* buffer, std::size_t size, const std:
   return got;
 }
 
-Result<std::uint64_t> feed_gzip(LogAnalyzer& analyzer, int fd, std::string_view head, const std::string& name) {
+Result<std::uint64_t> feed_gzip(LogAnalyzer& analyzer, int fd, std::string_view head,
+                                const std::string& name) {
   z_stream stream{};
-  // 16 + MAX_WBITS: gzip framing. Concatenated members (log rotation appends) continue after a reset.
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return fail(Error{Error::Code::kIo, name + ": zlib init failed"});
+  // 16 + MAX_WBITS: gzip framing. Concatenated members (log rotation appends) continue after a
+  // reset.
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK)
+    return fail(Error{Error::Code::kIo, name + ": zlib init failed"});
   std::vector<char> in(kChunk);
   std::vector<char> out(kChunk);
   std::memcpy(in.data(), head.data(), head.size());
@@ -105,13 +110,15 @@ Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::
   std::vector<char> buffer(kChunk);
   auto first = read_some(fd, buffer.data(), 2, name);
   if (!first) return fail(first.error());
-  if (*first == 2 && static_cast<unsigned char>(buffer[0]) == 0x1f && static_cast<unsigned char>(buffer[1]) == 0x8b) {
+  if (*first == 2 && static_cast<unsigned char>(buffer[0]) == 0x1f &&
+      static_cast<unsigned char>(buffer[1]) == 0x8b) {
     return feed_gzip(analyzer, fd, std::string_view(buffer.data(), 2), name);
   }
   std::uint64_t total = *first;
   analyzer.feed(std::string_view(buffer.data(), *first));
   struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<std::uint64_t>(info.st_size) > *first &&
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+      static_cast<std::uint64_t>(info.st_size) > *first &&
       feed_mapped(analyzer, fd, *first, static_cast<std::uint64_t>(info.st_size))) {
     // A file that grows while it is read (a live log) is read to its end as of the fstat.
     return static_cast<std::uint64_t>(info.st_size);

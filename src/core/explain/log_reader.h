@@ -12,7 +12,8 @@
 namespace headroom {
 
 /// Streams the file at `path` ("-" is not special here) into `analyzer` as one
-/// source named `name` (evidence shows it; "" for a lone input). Returns the bytes fed (decompressed).
+/// source named `name` (evidence shows it; "" for a lone input). Returns the bytes fed
+/// (decompressed).
 [[nodiscard]] Result<std::uint64_t> feed_file(LogAnalyzer& analyzer,
                                               const std::filesystem::path& path,
                                               const std::string& name);

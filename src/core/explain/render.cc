@@ -17,28 +17,39 @@ namespace {
 /// One line for people: what each cause means.
 std::string_view describe(std::string_view cause) {
   if (cause == "shm_too_small") return "/dev/shm is missing, too small or full for the job";
-  if (cause == "shm_stale") return "/dev/shm is filled by segments of dead jobs, or a segment a process needed was removed";
+  if (cause == "shm_stale")
+    return "/dev/shm is filled by segments of dead jobs, or a segment a process needed was removed";
   if (cause == "disk_full") return "a filesystem the job writes to (checkpoints, caches) is full";
   if (cause == "tmp_full") return "the temp dir is full or unusable";
-  if (cause == "host_oom") return "the host or the job's memory limit ran out: a process was killed or could not get memory";
+  if (cause == "host_oom")
+    return "the host or the job's memory limit ran out: a process was killed or could not get "
+           "memory";
   if (cause == "fd_limit") return "a process hit its open-files limit";
   if (cause == "pid_limit") return "the job hit its process/thread limit (ulimit -u, pids cgroup)";
-  if (cause == "fs_readonly") return "a filesystem the job writes to is read-only (mounted so, or remounted after errors)";
+  if (cause == "fs_readonly")
+    return "a filesystem the job writes to is read-only (mounted so, or remounted after errors)";
   if (cause == "io_error") return "the storage under a file failed (I/O errors: disk, NFS, FUSE)";
-  if (cause == "inotify_limit") return "a file watcher hit the inotify limits (not a full disk or the open-files limit)";
-  if (cause == "memlock_limit") return "the locked-memory limit (ulimit -l) is too low for InfiniBand/RDMA";
-  if (cause == "port_in_use") return "a port the job listens on is held by another process (a leftover run?)";
+  if (cause == "inotify_limit")
+    return "a file watcher hit the inotify limits (not a full disk or the open-files limit)";
+  if (cause == "memlock_limit")
+    return "the locked-memory limit (ulimit -l) is too low for InfiniBand/RDMA";
+  if (cause == "port_in_use")
+    return "a port the job listens on is held by another process (a leftover run?)";
   if (cause == "gpu_oom") return "the GPU ran out of its own memory (not a host problem)";
   if (cause == "dataset_code") return "an exception in the dataset code (not a host problem)";
-  if (cause == "nccl_network") return "a collective timed out or a peer connection broke (network, or another rank died first)";
+  if (cause == "nccl_network")
+    return "a collective timed out or a peer connection broke (network, or another rank died "
+           "first)";
   if (cause == "native_crash") return "a crash in native code (not a host problem)";
   if (cause == "interrupted") return "the job was interrupted (Ctrl-C / SIGINT)";
-  if (cause == "terminated") return "the job was stopped by a scheduler or a user (SIGTERM, time limit)";
+  if (cause == "terminated")
+    return "the job was stopped by a scheduler or a user (SIGTERM, time limit)";
   return "";
 }
 
 std::string location(const EvidenceLine& line) {
-  return line.source.empty() ? fmt::format("line {}", line.line) : fmt::format("{}:{}", line.source, line.line);
+  return line.source.empty() ? fmt::format("line {}", line.line)
+                             : fmt::format("{}:{}", line.source, line.line);
 }
 
 template <typename T>
@@ -63,7 +74,8 @@ nlohmann::ordered_json explain_to_json(const Diagnosis& diagnosis, const HostCon
       {"confidence", verdict != nullptr ? std::string(to_string(verdict->confidence)) : "low"},
       {"found", verdict != nullptr},
       {"host_cause", verdict != nullptr && is_host_cause(verdict->cause)},
-      {"summary", verdict != nullptr ? std::string(describe(verdict->cause)) : "no known failure in the log"},
+      {"summary",
+       verdict != nullptr ? std::string(describe(verdict->cause)) : "no known failure in the log"},
   };
   nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
   for (const Candidate& candidate : diagnosis.candidates) {
@@ -78,7 +90,9 @@ nlohmann::ordered_json explain_to_json(const Diagnosis& diagnosis, const HostCon
   out["candidates"] = candidates;
   nlohmann::ordered_json evidence = nlohmann::ordered_json::array();
   for (const EvidenceLine& line : diagnosis.evidence) {
-    nlohmann::ordered_json item = {{"line", line.line}, {"text", line.text}, {"signature", line.signature},
+    nlohmann::ordered_json item = {{"line", line.line},
+                                   {"text", line.text},
+                                   {"signature", line.signature},
                                    {"cause", line.cause}};
     if (!line.source.empty()) item["source"] = printable_utf8(line.source, 4096);
     evidence.push_back(item);
@@ -89,9 +103,12 @@ nlohmann::ordered_json explain_to_json(const Diagnosis& diagnosis, const HostCon
   for (const std::string& path : fields.paths) paths.push_back(printable_utf8(path, 4096));
   nlohmann::ordered_json signals = nlohmann::ordered_json::array();
   for (const std::string& signal : fields.signals) signals.push_back(printable_utf8(signal, 64));
-  out["fields"] = {{"pids", list(fields.pids)},       {"killed_pids", list(fields.killed_pids)},
-                   {"paths", paths},                  {"sizes", list(fields.sizes)},
-                   {"signals", signals},              {"errnos", list(fields.errnos)},
+  out["fields"] = {{"pids", list(fields.pids)},
+                   {"killed_pids", list(fields.killed_pids)},
+                   {"paths", paths},
+                   {"sizes", list(fields.sizes)},
+                   {"signals", signals},
+                   {"errnos", list(fields.errnos)},
                    {"exit_codes", list(fields.exit_codes)}};
   nlohmann::ordered_json facts = nlohmann::ordered_json::array();
   for (const HostFact& fact : host.facts) {
@@ -103,9 +120,10 @@ nlohmann::ordered_json explain_to_json(const Diagnosis& diagnosis, const HostCon
                      {"summary", fact.summary},
                      {"evidence", items}});
   }
-  out["host"] = {{"checked", host.performed},
-                 {"environment", host.performed ? std::string(to_string(host.runtime.kind)) : "unknown"},
-                 {"facts", facts}};
+  out["host"] = {
+      {"checked", host.performed},
+      {"environment", host.performed ? std::string(to_string(host.runtime.kind)) : "unknown"},
+      {"facts", facts}};
   out["remedy"] = list(remedy);
   out["explanation"] = list(diagnosis.explanations);
   out["input"] = {{"lines", diagnosis.lines}, {"bytes", diagnosis.bytes}};
@@ -123,14 +141,17 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
   std::string out;
   const Candidate* verdict = diagnosis.verdict();
   if (verdict == nullptr) {
-    out += fmt::format("{}no known cause{} in {} lines: nothing in the log matches the catalog.\n", bold, reset,
-                       diagnosis.lines);
-    out += "Pass the full log (all ranks, and `dmesg` or `kubectl describe pod` output), or add a signature with --catalog DIR.\n";
+    out += fmt::format("{}no known cause{} in {} lines: nothing in the log matches the catalog.\n",
+                       bold, reset, diagnosis.lines);
+    out +=
+        "Pass the full log (all ranks, and `dmesg` or `kubectl describe pod` output), or add a "
+        "signature with --catalog DIR.\n";
     return out;
   }
   const bool host_cause = is_host_cause(verdict->cause);
-  out += fmt::format("{}{}{}{} ({} confidence): {}\n", bold, host_cause ? red : yellow, verdict->cause, reset,
-                     to_string(verdict->confidence), describe(verdict->cause));
+  out +=
+      fmt::format("{}{}{}{} ({} confidence): {}\n", bold, host_cause ? red : yellow, verdict->cause,
+                  reset, to_string(verdict->confidence), describe(verdict->cause));
   if (!host_cause) out += "This is not a host-resource problem.\n";
   if (!diagnosis.explanations.empty()) out += "\n" + diagnosis.explanations.front() + "\n";
 
@@ -140,8 +161,10 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
     const bool relevant = line.cause == verdict->cause;
     if (!relevant && !style.verbose) continue;
     if (++shown > 12 && !style.verbose) break;
-    std::string text = line.text.size() > 160 && !style.verbose ? line.text.substr(0, 157) + "..." : line.text;
-    out += fmt::format("  {}{:>8}{}  {}  {}[{}]{}\n", dim, location(line), reset, text, dim, line.signature, reset);
+    std::string text =
+        line.text.size() > 160 && !style.verbose ? line.text.substr(0, 157) + "..." : line.text;
+    out += fmt::format("  {}{:>8}{}  {}  {}[{}]{}\n", dim, location(line), reset, text, dim,
+                       line.signature, reset);
   }
   out += fmt::format("\n{}Reasoning{}\n", bold, reset);
   for (const std::string& step : verdict->reasoning) out += "  - " + step + "\n";
@@ -150,10 +173,11 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
     out += fmt::format("\n{}On this host{} ({})\n", bold, reset, to_string(host.runtime.kind));
     if (host.facts.empty()) out += "  nothing to check for this cause\n";
     for (const HostFact& fact : host.facts) {
-      const std::string mark = fact.verdict == HostVerdict::kConfirms      ? green + "confirms" + reset
-                               : fact.verdict == HostVerdict::kContradicts ? red + "contradicts" + reset
-                               : fact.verdict == HostVerdict::kUnknown     ? yellow + "unknown" + reset
-                                                                           : dim + "neutral" + reset;
+      const std::string mark = fact.verdict == HostVerdict::kConfirms ? green + "confirms" + reset
+                               : fact.verdict == HostVerdict::kContradicts
+                                   ? red + "contradicts" + reset
+                               : fact.verdict == HostVerdict::kUnknown ? yellow + "unknown" + reset
+                                                                       : dim + "neutral" + reset;
       out += fmt::format("  {:<12} {} {}\n", fact.check, mark, fact.summary);
     }
   } else {
@@ -164,7 +188,8 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
     for (std::size_t i = 1; i < diagnosis.candidates.size(); ++i) {
       const Candidate& candidate = diagnosis.candidates[i];
       out += fmt::format("  {} ({}): {}\n", candidate.cause, to_string(candidate.confidence),
-                         candidate.reasoning.empty() ? std::string(describe(candidate.cause)) : candidate.reasoning.front());
+                         candidate.reasoning.empty() ? std::string(describe(candidate.cause))
+                                                     : candidate.reasoning.front());
     }
   }
   if (!remedy.empty()) {

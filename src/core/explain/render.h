@@ -1,10 +1,9 @@
 #pragma once
 // explain's output: one screen for people, one JSON document (docs/json.md, "explain").
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/explain/host.h"
 #include "core/report/text.h"

@@ -68,7 +68,8 @@ std::vector<const Holder*> InUseIndex::holders_under(const std::filesystem::path
                                                      std::optional<FileId> path_id) const {
   std::vector<const Holder*> found;
   for (const Holder& holder : holders_) {
-    if ((path_id && holder.file == *path_id) || path_at_or_under(holder.original_path(), path.native())) {
+    if ((path_id && holder.file == *path_id) ||
+        path_at_or_under(holder.original_path(), path.native())) {
       found.push_back(&holder);
     }
   }

@@ -54,10 +54,10 @@ enum class HoldKind { kFd, kMap, kCwd, kRoot, kExe };
 struct Holder {
   int pid = 0;
   HoldKind how = HoldKind::kFd;
-  int fd = -1;            ///< the fd number, for kFd
+  int fd = -1;  ///< the fd number, for kFd
   FileId file;
-  std::string path;       ///< as the kernel shows it, e.g. "/dev/shm/x (deleted)"
-  bool deleted = false;   ///< the kernel marked the target "(deleted)"
+  std::string path;      ///< as the kernel shows it, e.g. "/dev/shm/x (deleted)"
+  bool deleted = false;  ///< the kernel marked the target "(deleted)"
   /// st_size from stat of the fd, or for a map the bytes mapped; 0 when unknown.
   std::uint64_t size_bytes = 0;
 
@@ -71,28 +71,28 @@ struct ProcessInfo {
   /// The owner of /proc/<pid> (its effective uid, as ps shows); the real uid
   /// from status when that owner is root (root, or a non-dumpable process).
   uid_t uid = 0;
-  std::string user;      ///< name from <root>/etc/passwd, or the uid as text
-  std::string command;   ///< comm (at most 15 chars)
-  std::string cmdline;   ///< argv joined by spaces (may be empty for kernel threads)
+  std::string user;     ///< name from <root>/etc/passwd, or the uid as text
+  std::string command;  ///< comm (at most 15 chars)
+  std::string cmdline;  ///< argv joined by spaces (may be empty for kernel threads)
 };
 
 /// A System V shared memory segment (/proc/sysvipc/shm).
 struct SysvSegment {
   std::int64_t key = 0;
   int shmid = 0;
-  unsigned perms = 0;          ///< octal mode bits
+  unsigned perms = 0;  ///< octal mode bits
   std::uint64_t size_bytes = 0;
-  int creator_pid = 0;         ///< cpid
-  int last_pid = 0;            ///< lpid: last shmat/shmdt
+  int creator_pid = 0;            ///< cpid
+  int last_pid = 0;               ///< lpid: last shmat/shmdt
   std::uint64_t attachments = 0;  ///< nattch; 0 means nobody has it attached
   uid_t uid = 0;
   gid_t gid = 0;
   uid_t creator_uid = 0;
   gid_t creator_gid = 0;
-  std::int64_t attach_time = 0;   ///< atime, seconds since the epoch; 0 = never
-  std::int64_t detach_time = 0;   ///< dtime
-  std::int64_t change_time = 0;   ///< ctime
-  std::uint64_t rss_bytes = 0;    ///< resident (kernel >= 4.1 prints rss/swap)
+  std::int64_t attach_time = 0;  ///< atime, seconds since the epoch; 0 = never
+  std::int64_t detach_time = 0;  ///< dtime
+  std::int64_t change_time = 0;  ///< ctime
+  std::uint64_t rss_bytes = 0;   ///< resident (kernel >= 4.1 prints rss/swap)
   std::uint64_t swap_bytes = 0;
 };
 
@@ -161,7 +161,8 @@ class InUseIndex {
 };
 
 /// Scans <root>/proc once. Fails only when /proc itself cannot be opened.
-[[nodiscard]] Result<InUseIndex> scan_in_use(const Context& context, const ScanOptions& options = {});
+[[nodiscard]] Result<InUseIndex> scan_in_use(const Context& context,
+                                             const ScanOptions& options = {});
 
 /// True when `path` is `prefix` or below it ("/tmp/a" is under "/tmp", "/tmpx" is not).
 [[nodiscard]] bool path_at_or_under(std::string_view path, std::string_view prefix);

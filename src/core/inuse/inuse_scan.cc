@@ -186,7 +186,8 @@ class InUseScanner {
     std::array<char, 64> buffer{};
     const ssize_t got = ::readlinkat(proc_fd, "self", buffer.data(), buffer.size() - 1);
     int pid = -1;
-    if (got > 0) (void)parse_int(std::string_view(buffer.data(), static_cast<std::size_t>(got)), pid);
+    if (got > 0)
+      (void)parse_int(std::string_view(buffer.data(), static_cast<std::size_t>(got)), pid);
     return pid;
   }
 
@@ -290,7 +291,8 @@ class InUseScanner {
     (void)walk::for_each_dirent(
         fd_dir.get(), scratch.dirents.get(), walk::kDirentBufferSize,
         [&](std::string_view fd_name, unsigned char) {
-          const ssize_t got = ::readlinkat(fd_dir.get(), fd_name.data(), target, scratch.link.size());
+          const ssize_t got =
+              ::readlinkat(fd_dir.get(), fd_name.data(), target, scratch.link.size());
           if (got <= 0 || target[0] != '/') return;  // socket:[..], pipe:[..], anon_inode:..
           bool deleted = false;
           const std::string_view shown(target, static_cast<std::size_t>(got));

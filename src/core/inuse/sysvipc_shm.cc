@@ -2,9 +2,9 @@
 
 #include "core/inuse/sysvipc_shm.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 namespace headroom {
 
@@ -51,14 +51,15 @@ Result<std::vector<SysvSegment>> parse_sysvipc_shm(std::string_view text) {
               number(columns[4], segment.creator_pid) && number(columns[5], segment.last_pid) &&
               number(columns[6], segment.attachments) && number(columns[7], segment.uid) &&
               number(columns[8], segment.gid) && number(columns[9], segment.creator_uid) &&
-              number(columns[10], segment.creator_gid) && number(columns[11], segment.attach_time) &&
+              number(columns[10], segment.creator_gid) &&
+              number(columns[11], segment.attach_time) &&
               number(columns[12], segment.detach_time) && number(columns[13], segment.change_time);
     if (ok && columns.size() >= 16) {
       ok = number(columns[14], segment.rss_bytes) && number(columns[15], segment.swap_bytes);
     }
     if (!ok) {
-      return fail(Error::parse(fmt::format("sysvipc/shm:{}: not a number in '{}'", line_number,
-                                           std::string(line))));
+      return fail(Error::parse(
+          fmt::format("sysvipc/shm:{}: not a number in '{}'", line_number, std::string(line))));
     }
     segments.push_back(segment);
   }

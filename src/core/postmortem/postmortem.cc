@@ -1,12 +1,11 @@
 #include "core/postmortem/postmortem.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/postmortem/timeline_evidence.h"
 #include "core/signatures/catalog.h"
@@ -96,7 +95,8 @@ void add_exits(const PostmortemInput& input, Postmortem& result) {
     const Culprit named = name_process(input, exit.pid);
     const bool abnormal = WIFSIGNALED(exit.wait_status) ||
                           (WIFEXITED(exit.wait_status) && WEXITSTATUS(exit.wait_status) != 0);
-    result.exits.push_back({exit.pid, named.role, describe_wait_status(exit.wait_status), abnormal});
+    result.exits.push_back(
+        {exit.pid, named.role, describe_wait_status(exit.wait_status), abnormal});
   }
 }
 
@@ -120,9 +120,10 @@ Postmortem build_postmortem(const PostmortemInput& input) {
               *input.cgroup_oom_kills_after > *input.cgroup_oom_kills_before
           ? *input.cgroup_oom_kills_after - *input.cgroup_oom_kills_before
           : 0;
-  const bool killed_in_tree = std::any_of(run.exits.begin(), run.exits.end(), [&](const ProcessExit& exit) {
-    return WIFSIGNALED(exit.wait_status) && !was_forwarded(run, WTERMSIG(exit.wait_status));
-  });
+  const bool killed_in_tree =
+      std::any_of(run.exits.begin(), run.exits.end(), [&](const ProcessExit& exit) {
+        return WIFSIGNALED(exit.wait_status) && !was_forwarded(run, WTERMSIG(exit.wait_status));
+      });
   const bool main_signaled = WIFSIGNALED(run.wait_status);
   const int main_signal = main_signaled ? WTERMSIG(run.wait_status) : 0;
   const Candidate* verdict = input.diagnosis != nullptr ? input.diagnosis->verdict() : nullptr;
@@ -207,8 +208,8 @@ Postmortem build_postmortem(const PostmortemInput& input) {
       }
     }
   }
-  if (culprit.fate.empty() && input.diagnosis != nullptr && !input.diagnosis->fields.signals.empty() &&
-      culprit.pid != run.main_pid) {
+  if (culprit.fate.empty() && input.diagnosis != nullptr &&
+      !input.diagnosis->fields.signals.empty() && culprit.pid != run.main_pid) {
     culprit.fate = "killed by signal: " + input.diagnosis->fields.signals.front();
   }
   if (culprit.fate.empty()) culprit.fate = describe_wait_status(run.wait_status);
@@ -223,13 +224,14 @@ Postmortem build_postmortem(const PostmortemInput& input) {
     }
   }
   for (const OomEvent& event : ooms) {
-    result.log_lines.push_back(fmt::format("kernel: Killed process {} ({}), {} constraint, cgroup {}",
-                                           event.pid, event.comm, to_string(event.constraint),
-                                           event.oom_cgroup.empty() ? "-" : event.oom_cgroup));
+    result.log_lines.push_back(fmt::format(
+        "kernel: Killed process {} ({}), {} constraint, cgroup {}", event.pid, event.comm,
+        to_string(event.constraint), event.oom_cgroup.empty() ? "-" : event.oom_cgroup));
   }
   if (run.stall) {
     result.reasoning.push_back(
-        "The job stopped producing output after a 'No space left on device' error: it is stalled, not "
+        "The job stopped producing output after a 'No space left on device' error: it is stalled, "
+        "not "
         "running.");
   }
   result.fix = input.remedy;

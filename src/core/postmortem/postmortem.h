@@ -57,18 +57,18 @@ struct NamedExit {
 
 /// The one answer.
 struct Postmortem {
-  bool needed = false;   ///< the job ended badly: report it
+  bool needed = false;  ///< the job ended badly: report it
   /// Ended by a signal sent to headroom and forwarded, or by SIGPIPE when the
   /// reader of its output went away: no diagnosis.
   bool stopped = false;
-  std::string cause;     ///< explain's names; "unknown" when nothing explains it
+  std::string cause;       ///< explain's names; "unknown" when nothing explains it
   std::string confidence;  ///< "high", "medium", "low"
   bool host_cause = false;
-  std::string summary;   ///< one line: what happened to which process and why
+  std::string summary;  ///< one line: what happened to which process and why
   std::optional<Culprit> process;
   std::string resource;  ///< "/dev/shm", "/ckpt (tmpfs)", "memory cgroup /x (limit 1.0 GiB)", ...
-  std::vector<Evidence> evidence;       ///< measured numbers
-  std::vector<std::string> log_lines;   ///< "line 42: RuntimeError: ..."
+  std::vector<Evidence> evidence;      ///< measured numbers
+  std::vector<std::string> log_lines;  ///< "line 42: RuntimeError: ..."
   std::vector<std::string> reasoning;
   std::vector<std::string> fix;
   std::vector<NamedExit> exits;

@@ -1,8 +1,7 @@
 #include "core/postmortem/render.h"
 
-#include <sys/wait.h>
-
 #include <fmt/format.h>
+#include <sys/wait.h>
 
 #include "core/report/json.h"
 
@@ -30,7 +29,8 @@ std::string render_postmortem(const Postmortem& postmortem, const TextStyle& sty
   }
   for (const std::string& line : postmortem.log_lines) out += fmt::format("  output:   {}\n", line);
   if (style.verbose) {
-    for (const std::string& reason : postmortem.reasoning) out += fmt::format("  why:      {}\n", reason);
+    for (const std::string& reason : postmortem.reasoning)
+      out += fmt::format("  why:      {}\n", reason);
   }
   for (std::size_t i = 0; i < postmortem.fix.size(); ++i) {
     out += fmt::format("  {} {}\n", i == 0 ? "fix:     " : "         ", postmortem.fix[i]);
@@ -49,15 +49,17 @@ std::string render_postmortem(const Postmortem& postmortem, const TextStyle& sty
   return out;
 }
 
-nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem, const SupervisionResult& run,
+nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem,
+                                          const SupervisionResult& run,
                                           const std::vector<std::string>& command) {
   using nlohmann::ordered_json;
   ordered_json out;
   out["command"] = command;
   out["pid"] = run.main_pid;
   out["exit_code"] = run.exit_code;
-  out["signal"] = WIFSIGNALED(run.wait_status) ? ordered_json(signal_name(WTERMSIG(run.wait_status)))
-                                               : ordered_json(nullptr);
+  out["signal"] = WIFSIGNALED(run.wait_status)
+                      ? ordered_json(signal_name(WTERMSIG(run.wait_status)))
+                      : ordered_json(nullptr);
   out["failed"] = postmortem.needed && !postmortem.stopped;
   ordered_json verdict;
   verdict["cause"] = postmortem.needed ? ordered_json(postmortem.cause) : ordered_json(nullptr);
@@ -68,8 +70,10 @@ nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem, const Su
   out["verdict"] = verdict;
   if (postmortem.process) {
     const Culprit& process = *postmortem.process;
-    out["process"] = {{"pid", process.pid}, {"role", process.role_id},
-                      {"role_text", process.role}, {"name", process.name},
+    out["process"] = {{"pid", process.pid},
+                      {"role", process.role_id},
+                      {"role_text", process.role},
+                      {"name", process.name},
                       {"fate", process.fate}};
   } else {
     out["process"] = nullptr;
@@ -81,8 +85,8 @@ nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem, const Su
   out["remedy"] = postmortem.fix;
   out["exits"] = ordered_json::array();
   for (const NamedExit& exit : postmortem.exits) {
-    out["exits"].push_back({{"pid", exit.pid}, {"role", exit.role}, {"fate", exit.fate},
-                            {"abnormal", exit.abnormal}});
+    out["exits"].push_back(
+        {{"pid", exit.pid}, {"role", exit.role}, {"fate", exit.fate}, {"abnormal", exit.abnormal}});
   }
   out["forwarded_signals"] = ordered_json::array();
   for (const ForwardedSignal& sent : run.forwarded) {
@@ -93,8 +97,10 @@ nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem, const Su
   out["on_critical"] = run.on_critical ? ordered_json(*run.on_critical) : ordered_json(nullptr);
   out["output_bytes"] = run.output_bytes;
   if (run.log) {
-    out["log"] = {{"written_bytes", run.log->written_bytes}, {"lost_bytes", run.log->lost_bytes},
-                  {"rotations", run.log->rotations}, {"error", run.log->last_error}};
+    out["log"] = {{"written_bytes", run.log->written_bytes},
+                  {"lost_bytes", run.log->lost_bytes},
+                  {"rotations", run.log->rotations},
+                  {"error", run.log->last_error}};
   } else {
     out["log"] = nullptr;
   }

@@ -2,9 +2,8 @@
 // The post-mortem for people (a few lines on stderr) and as JSON
 // (`headroom run --report FILE`, schema in docs/json.md, "run").
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/postmortem/postmortem.h"
 #include "core/report/text.h"

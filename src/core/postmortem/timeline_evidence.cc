@@ -1,8 +1,8 @@
 #include "core/postmortem/timeline_evidence.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/units.h"
 
@@ -75,7 +75,8 @@ void filesystem_evidence(const PostmortemInput& input, FsRole role, Postmortem& 
   if (fs == nullptr) {
     result.resource = named;
     result.could_not_see.push_back(
-        fmt::format("{} is not on a watched filesystem (add --dir for it)", named.empty() ? "the path" : named));
+        fmt::format("{} is not on a watched filesystem (add --dir for it)",
+                    named.empty() ? "the path" : named));
     return;
   }
   result.resource = fmt::format("{} ({} on {})", fs->path, fs->fstype, fs->mountpoint);
@@ -94,21 +95,24 @@ void shm_evidence(const PostmortemInput& input, Postmortem& result) {
     peak_mapped = std::max(peak_mapped, sample.tree.shmem_bytes);
   }
   result.evidence.push_back({"job_shm_mapped_peak_bytes", peak_mapped, "bytes"});
-  if (input.shm_need_bytes) result.evidence.push_back({"shm_need_bytes", *input.shm_need_bytes, "bytes"});
+  if (input.shm_need_bytes)
+    result.evidence.push_back({"shm_need_bytes", *input.shm_need_bytes, "bytes"});
 }
 
 void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& ooms,
                      std::uint64_t cgroup_kills, Postmortem& result) {
   if (input.cgroup_path) {
-    result.resource = input.cgroup_limit_bytes
-                          ? fmt::format("memory cgroup {} (limit {})", *input.cgroup_path,
-                                        format_bytes(*input.cgroup_limit_bytes))
-                          : fmt::format("memory cgroup {} (no limit: host memory)", *input.cgroup_path);
+    result.resource =
+        input.cgroup_limit_bytes
+            ? fmt::format("memory cgroup {} (limit {})", *input.cgroup_path,
+                          format_bytes(*input.cgroup_limit_bytes))
+            : fmt::format("memory cgroup {} (no limit: host memory)", *input.cgroup_path);
     result.evidence.push_back({"cgroup", *input.cgroup_path, ""});
   } else {
     result.resource = "host memory";
   }
-  if (input.cgroup_limit_bytes) result.evidence.push_back({"cgroup_limit_bytes", *input.cgroup_limit_bytes, "bytes"});
+  if (input.cgroup_limit_bytes)
+    result.evidence.push_back({"cgroup_limit_bytes", *input.cgroup_limit_bytes, "bytes"});
   if (cgroup_kills > 0) result.evidence.push_back({"cgroup_oom_kills", cgroup_kills, "count"});
   for (const OomEvent& event : ooms) {
     result.evidence.push_back({"killed_pid", static_cast<std::int64_t>(event.pid), ""});
@@ -125,7 +129,8 @@ void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& 
     }
   }
   result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
-  if (min_available) result.evidence.push_back({"host_mem_available_min_bytes", *min_available, "bytes"});
+  if (min_available)
+    result.evidence.push_back({"host_mem_available_min_bytes", *min_available, "bytes"});
 }
 
 void fd_evidence(const PostmortemInput& input, Postmortem& result) {

@@ -12,8 +12,7 @@ std::vector<SeriesPoint> thin(std::span<const SeriesPoint> points, std::size_t m
   // Pick indices evenly from the newest backwards so the newest point is kept.
   std::vector<SeriesPoint> kept;
   kept.reserve(max_points);
-  const double step =
-      static_cast<double>(points.size() - 1) / static_cast<double>(max_points - 1);
+  const double step = static_cast<double>(points.size() - 1) / static_cast<double>(max_points - 1);
   for (std::size_t i = 0; i < max_points; ++i) {
     const double back = step * static_cast<double>(max_points - 1 - i);
     const auto index = points.size() - 1 - static_cast<std::size_t>(std::llround(back));

@@ -38,9 +38,10 @@ struct FillOptions {
 
 /// The estimate for one series.
 struct FillEstimate {
-  std::size_t samples = 0;     ///< points used
-  double span_seconds = 0;     ///< time covered by them
-  std::optional<double> rate;  ///< remaining per second (negative: filling); nullopt: too few points
+  std::size_t samples = 0;  ///< points used
+  double span_seconds = 0;  ///< time covered by them
+  std::optional<double>
+      rate;  ///< remaining per second (negative: filling); nullopt: too few points
   /// Seconds until `remaining` reaches 0 at `rate`; nullopt when not filling
   /// (rate >= 0), too few points or no agreement on the trend.
   std::optional<double> eta_seconds;

@@ -59,7 +59,8 @@ Predictions History::predict() const {
     } else {
       const std::vector<SeriesPoint> points(series.points.begin(), series.points.end());
       estimate = fill_eta(points, fill_);
-      if (!series.device.empty()) by_device.insert_or_assign(series.device, std::pair{&series, estimate});
+      if (!series.device.empty())
+        by_device.insert_or_assign(series.device, std::pair{&series, estimate});
     }
     if (key == kMemoryKey) {
       predictions.memory = estimate;

@@ -2,13 +2,13 @@
 
 #include "core/probes/cgroup.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 
-#include <fmt/format.h>
-
-#include "core/probes/text.h"
 #include "core/probes/mountinfo.h"
+#include "core/probes/text.h"
 
 namespace headroom {
 
@@ -73,8 +73,8 @@ std::optional<std::string> read_file(const Context& context, const std::filesyst
   return *text;
 }
 
-std::optional<std::uint64_t> read_number(const Context& context,
-                                         const std::filesystem::path& dir, std::string_view name) {
+std::optional<std::uint64_t> read_number(const Context& context, const std::filesystem::path& dir,
+                                         std::string_view name) {
   const auto text = read_file(context, dir, name);
   if (!text) return std::nullopt;
   auto value = parse_number(*text);
@@ -130,7 +130,8 @@ Result<CgroupLocation> locate_cgroup(const std::vector<CgroupMembership>& member
     }
     return fail(Error{Error::Code::kNotFound, "the cgroup v2 hierarchy is not mounted"});
   }
-  return fail(Error{Error::Code::kNotFound, fmt::format("the process is in no {} cgroup", controller)});
+  return fail(
+      Error{Error::Code::kNotFound, fmt::format("the process is in no {} cgroup", controller)});
 }
 
 std::string_view to_string(CgroupVersion version) {
@@ -145,10 +146,10 @@ Result<std::vector<CgroupMembership>> parse_proc_cgroup(std::string_view text) {
     ++line_number;
     if (line.empty()) continue;
     const std::size_t first = line.find(':');
-    const std::size_t second =
-        first == std::string_view::npos ? first : line.find(':', first + 1);
+    const std::size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
     if (second == std::string_view::npos) {
-      return fail(Error::parse(fmt::format("cgroup:{}: expected id:controllers:path", line_number)));
+      return fail(
+          Error::parse(fmt::format("cgroup:{}: expected id:controllers:path", line_number)));
     }
     CgroupMembership member;
     const std::string_view id = line.substr(0, first);
@@ -184,7 +185,8 @@ Result<std::map<std::string, std::uint64_t, std::less<>>> parse_flat_keyed(std::
       return fail(Error::parse(fmt::format("line {}: expected 'key value'", line_number)));
     }
     auto value = parse_number(line.substr(space + 1));
-    if (!value) return fail(Error::parse(fmt::format("line {}: {}", line_number, value.error().message)));
+    if (!value)
+      return fail(Error::parse(fmt::format("line {}: {}", line_number, value.error().message)));
     values.insert_or_assign(std::string(line.substr(0, space)), *value);
   }
   return values;
@@ -230,9 +232,9 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
   if (!usage && !limit_text) {
     // The v2 root cgroup has neither file, and a cgroup without the memory
     // controller enabled has no memory.* files: no limit applies here.
-    return fail(Error{Error::Code::kNotFound,
-                      fmt::format("{}: no {} (memory controller not enabled here)",
-                                  located->directory.string(), usage_file)});
+    return fail(
+        Error{Error::Code::kNotFound, fmt::format("{}: no {} (memory controller not enabled here)",
+                                                  located->directory.string(), usage_file)});
   }
   cgroup.usage_bytes = usage.value_or(0);
   cgroup.limit_bytes = limit_of(limit_text);
@@ -273,12 +275,14 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
         (!cgroup.effective_limit_bytes || found->second < *cgroup.effective_limit_bytes)) {
       cgroup.effective_limit_bytes = found->second;
     }
-    const auto memsw = details ? read_limit(context, cgroup.directory, "memory.memsw.limit_in_bytes")
-                               : std::nullopt;
+    const auto memsw = details
+                           ? read_limit(context, cgroup.directory, "memory.memsw.limit_in_bytes")
+                           : std::nullopt;
     if (memsw && cgroup.limit_bytes && *memsw >= *cgroup.limit_bytes) {
       cgroup.swap_limit_bytes = *memsw - *cgroup.limit_bytes;
     }
-    cgroup.oom_kills = keyed(read_file(context, cgroup.directory, "memory.oom_control"), "oom_kill");
+    cgroup.oom_kills =
+        keyed(read_file(context, cgroup.directory, "memory.oom_control"), "oom_kill");
   } else {
     if (details) cgroup.swap_limit_bytes = read_limit(context, cgroup.directory, "memory.swap.max");
     const auto events = read_file(context, cgroup.directory, "memory.events");

@@ -37,9 +37,10 @@ enum class CgroupVersion { kV1, kV2 };
 
 /// One line of /proc/<pid>/cgroup.
 struct CgroupMembership {
-  int hierarchy_id = 0;                  ///< 0 for the v2 unified hierarchy
-  std::vector<std::string> controllers;  ///< e.g. {"memory"}, {"cpu","cpuacct"}, {"name=systemd"}; empty for v2
-  std::string path;                      ///< e.g. "/docker/3f2a...", "/" (in a cgroup namespace)
+  int hierarchy_id = 0;  ///< 0 for the v2 unified hierarchy
+  std::vector<std::string>
+      controllers;   ///< e.g. {"memory"}, {"cpu","cpuacct"}, {"name=systemd"}; empty for v2
+  std::string path;  ///< e.g. "/docker/3f2a...", "/" (in a cgroup namespace)
 };
 
 /// Parses /proc/<pid>/cgroup text.
@@ -81,11 +82,11 @@ struct MemoryCgroup {
   std::optional<std::uint64_t> effective_limit_bytes;
   std::filesystem::path effective_limit_directory;  ///< the (rooted) dir that sets it
   std::uint64_t usage_bytes = 0;                    ///< memory.current / memory.usage_in_bytes
-  std::optional<std::uint64_t> peak_bytes;  ///< memory.peak / memory.max_usage_in_bytes
+  std::optional<std::uint64_t> peak_bytes;          ///< memory.peak / memory.max_usage_in_bytes
   /// Swap the cgroup may use beyond limit_bytes: v2 memory.swap.max; v1
   /// memsw.limit - limit. nullopt = unlimited or not accounted.
   std::optional<std::uint64_t> swap_limit_bytes;
-  std::optional<std::uint64_t> oom_kills;  ///< oom_kill counter; nullopt on kernels without it
+  std::optional<std::uint64_t> oom_kills;   ///< oom_kill counter; nullopt on kernels without it
   std::optional<std::uint64_t> oom_events;  ///< v2 "oom" events (limit hit, reclaim failed)
   std::map<std::string, std::uint64_t, std::less<>> stat;  ///< memory.stat
 

@@ -1,9 +1,9 @@
 // kernel.threads-max, kernel.pid_max and the task count; see kernel_tasks.h.
 #include "core/probes/kernel_tasks.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include "core/probes/text.h"
 
@@ -50,7 +50,8 @@ Result<std::uint64_t> read_sysctl_number(const Context& context, std::string_vie
   auto text = context.root.read(path, 4096);
   if (!text) return fail(text.error());
   auto value = parse_sysctl_number(*text);
-  if (!value) return fail(Error::parse(fmt::format("{}: {}", path.string(), value.error().message)));
+  if (!value)
+    return fail(Error::parse(fmt::format("{}: {}", path.string(), value.error().message)));
   return value;
 }
 
@@ -64,7 +65,8 @@ Result<KernelTasks> read_kernel_tasks(const Context& context) {
   auto text = context.root.read(loadavg, 4096);
   if (!text) return fail(text.error());
   auto tasks = parse_loadavg_tasks(*text);
-  if (!tasks) return fail(Error::parse(fmt::format("{}: {}", loadavg.string(), tasks.error().message)));
+  if (!tasks)
+    return fail(Error::parse(fmt::format("{}: {}", loadavg.string(), tasks.error().message)));
   kernel.threads_max = *threads_max;
   kernel.pid_max = *pid_max;
   kernel.tasks = *tasks;

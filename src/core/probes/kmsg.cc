@@ -3,14 +3,13 @@
 #include "core/probes/kmsg.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/probes/text.h"
 #include "core/units.h"
@@ -44,8 +43,7 @@ std::uint64_t kilobytes_after(std::string_view message, std::string_view key) {
 }
 
 // Value of "key=" in an oom-kill: line, up to the next ',' (or `until`).
-std::string value_of(std::string_view message, std::string_view key,
-                     std::string_view until = ",") {
+std::string value_of(std::string_view message, std::string_view key, std::string_view until = ",") {
   std::size_t at = 0;
   while ((at = message.find(key, at)) != std::string_view::npos) {
     // Only whole keys: "task=" must not match inside "task_memcg=".
@@ -157,7 +155,8 @@ Result<KernelLog> read_kmsg(const Context& context) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     Error error = Error::from_errno(errno, shown);
-    if (error.code == Error::Code::kPermissionDenied) error.message = permission_reason(context, error);
+    if (error.code == Error::Code::kPermissionDenied)
+      error.message = permission_reason(context, error);
     return fail(error);
   }
   std::string text;
@@ -170,13 +169,14 @@ Result<KernelLog> read_kmsg(const Context& context) {
       text.append(buffer.data(), static_cast<std::size_t>(got));
       continue;
     }
-    if (got == 0) break;  // a regular file (fixture) ends
+    if (got == 0) break;                             // a regular file (fixture) ends
     if (errno == EINTR || errno == EPIPE) continue;  // EPIPE: records overwritten while reading
-    if (errno == EAGAIN) break;                       // the end of the live buffer
+    if (errno == EAGAIN) break;                      // the end of the live buffer
     const int saved = errno;
     ::close(fd);
     Error error = Error::from_errno(saved, shown);
-    if (error.code == Error::Code::kPermissionDenied) error.message = permission_reason(context, error);
+    if (error.code == Error::Code::kPermissionDenied)
+      error.message = permission_reason(context, error);
     return fail(error);
   }
   ::close(fd);
@@ -259,7 +259,8 @@ std::vector<OomEvent> parse_oom_events(
         std::int64_t uid = 0;
         if (at != std::string_view::npos) {
           const std::string_view rest = message.substr(at + 4);
-          if (parse_number(rest.substr(0, std::min(rest.find(' '), rest.size())), uid)) event->uid = uid;
+          if (parse_number(rest.substr(0, std::min(rest.find(' '), rest.size())), uid))
+            event->uid = uid;
         }
       }
       continue;
@@ -275,8 +276,8 @@ std::vector<OomEvent> parse_oom_events(
   }
   if (boot_time) {
     for (OomEvent& event : events) {
-      event.time = *boot_time +
-                   std::chrono::duration_cast<std::chrono::system_clock::duration>(event.since_boot);
+      event.time = *boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                    event.since_boot);
     }
   }
   return events;

@@ -1,10 +1,10 @@
 // /proc/<pid>/limits parser; see limits.h for the format and its quirks.
 #include "core/probes/limits.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "core/probes/text.h"
 
@@ -85,8 +85,8 @@ Result<Limit> read_open_files_limit(const Context& context, std::string& source)
   // getrlimit() answers for headroom itself, which is the examined process only for "self".
   if (context.pid != "self" || context.syscalls == nullptr) {
     if (!rows) return fail(rows.error());
-    return fail(Error::parse(fmt::format("{}: no 'Max open files' row",
-                                         context.process_file("limits").string())));
+    return fail(Error::parse(
+        fmt::format("{}: no 'Max open files' row", context.process_file("limits").string())));
   }
   source = "getrlimit(RLIMIT_NOFILE)";
   return context.syscalls->open_files_limit();

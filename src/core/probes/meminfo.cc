@@ -2,9 +2,9 @@
 
 #include "core/probes/meminfo.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include "core/probes/text.h"
 #include "core/units.h"
@@ -48,8 +48,8 @@ Result<Meminfo> parse_meminfo(std::string_view text) {
     info.available_bytes = *available;
   } else {
     // Before 3.14 free(1) computed this; it counts unreclaimable cache too.
-    info.available_bytes = info.free_bytes + info.field("Buffers").value_or(0) +
-                           info.field("Cached").value_or(0);
+    info.available_bytes =
+        info.free_bytes + info.field("Buffers").value_or(0) + info.field("Cached").value_or(0);
     info.available_estimated = true;
   }
   info.swap_total_bytes = info.field("SwapTotal").value_or(0);

@@ -1,8 +1,8 @@
 #include "core/probes/mountinfo.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 namespace headroom {
 
@@ -101,7 +101,8 @@ Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text) {
     std::size_t separator = 6;
     while (separator < fields.size() && fields[separator] != "-") ++separator;
     if (fields.size() < 10 || separator + 2 >= fields.size()) {
-      return fail(Error::parse(fmt::format("mountinfo:{}: expected at least 10 fields", line_number)));
+      return fail(
+          Error::parse(fmt::format("mountinfo:{}: expected at least 10 fields", line_number)));
     }
     MountEntry entry;
     const auto parse_int = [](std::string_view field, int& out) {

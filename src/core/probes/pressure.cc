@@ -2,10 +2,10 @@
 
 #include "core/probes/pressure.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "core/probes/text.h"
 
@@ -75,7 +75,8 @@ Result<Pressure> read_pressure(const Context& context, std::string_view resource
   if (!text) return fail(text.error());
   auto pressure = parse_pressure(*text);
   if (!pressure) {
-    return fail(Error::parse(context.root.display(path).string() + ": " + pressure.error().message));
+    return fail(
+        Error::parse(context.root.display(path).string() + ": " + pressure.error().message));
   }
   return pressure;
 }

@@ -34,8 +34,9 @@ std::optional<bool> initial_pid_namespace(const Context& context, std::vector<st
   const SysRoot& root = context.root;
   if (auto comm = root.read(root.proc("2/comm"), 64)) {
     const bool kthreadd = comm->rfind("kthreadd", 0) == 0;
-    signs.emplace_back(kthreadd ? "kernel threads are visible (pid 2 is kthreadd): initial pid namespace"
-                                : "pid 2 is not kthreadd: a pid namespace");
+    signs.emplace_back(kthreadd
+                           ? "kernel threads are visible (pid 2 is kthreadd): initial pid namespace"
+                           : "pid 2 is not kthreadd: a pid namespace");
     return kthreadd;
   }
   // /proc/2 missing: a pid namespace, unless hidepid hides root's processes

@@ -3,6 +3,7 @@
 #include "core/probes/tempdir.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,8 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
-
-#include <fmt/format.h>
 
 namespace headroom {
 
@@ -46,9 +45,8 @@ std::filesystem::path absolute_path(const std::string& listed, const std::filesy
 
 // Python's repr() of a str, enough for paths: single quotes unless it contains one.
 std::string python_repr(const std::string& text) {
-  const char quote = text.find('\'') != std::string::npos && text.find('"') == std::string::npos
-                         ? '"'
-                         : '\'';
+  const char quote =
+      text.find('\'') != std::string::npos && text.find('"') == std::string::npos ? '"' : '\'';
   std::string result(1, quote);
   for (const char c : text) {
     if (c == quote || c == '\\') result.push_back('\\');
@@ -62,10 +60,10 @@ std::string python_repr(const std::string& text) {
 
 std::string CandidateOutcome::describe() const {
   if (usable()) return "usable";
-  const std::string_view what = step == "create" ? "creating a test file"
+  const std::string_view what = step == "create"  ? "creating a test file"
                                 : step == "write" ? "writing a test file"
-                                                  : step == "close" ? "closing a test file"
-                                                                    : "removing a test file";
+                                : step == "close" ? "closing a test file"
+                                                  : "removing a test file";
   return fmt::format("{} (errno {}) {}", std::strerror(error), error, what);
 }
 

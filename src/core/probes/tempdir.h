@@ -23,16 +23,16 @@ namespace headroom {
 
 /// One directory tempfile would try, in its order.
 struct TempdirCandidate {
-  std::string listed;           ///< as Python lists it in its error message ("$TMPDIR" value, "/tmp")
-  std::filesystem::path path;   ///< absolute host path (os.path.abspath of `listed`)
-  std::string origin;           ///< "TMPDIR", "TEMP", "TMP", "default" or "cwd"
+  std::string listed;  ///< as Python lists it in its error message ("$TMPDIR" value, "/tmp")
+  std::filesystem::path path;  ///< absolute host path (os.path.abspath of `listed`)
+  std::string origin;          ///< "TMPDIR", "TEMP", "TMP", "default" or "cwd"
 };
 
 /// What happened when a candidate was tried the way tempfile tries it.
 struct CandidateOutcome {
   TempdirCandidate candidate;
-  int error = 0;      ///< errno of the failing step; 0: usable
-  std::string step;   ///< "create", "write", "close" or "unlink" when error != 0
+  int error = 0;     ///< errno of the failing step; 0: usable
+  std::string step;  ///< "create", "write", "close" or "unlink" when error != 0
 
   [[nodiscard]] bool usable() const { return error == 0; }
   /// "No space left on device (errno 28) writing a test file", or "usable".

@@ -1,12 +1,12 @@
 // Tasks of one user over /proc; see user_tasks.h for the sources and quirks.
 #include "core/probes/user_tasks.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <string>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "core/probes/text.h"
 #include "core/supervise/proc_pid_status.h"
@@ -21,7 +21,8 @@ bool number(std::string_view text, std::uint64_t& value) {
 }
 
 bool all_digits(const std::string& name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !name.empty() &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -36,10 +37,9 @@ Result<std::uint64_t> parse_cpu_list_count(std::string_view text) {
     const std::size_t dash = range.find('-');
     std::uint64_t first = 0;
     std::uint64_t last = 0;
-    const bool parsed = dash == std::string_view::npos
-                            ? number(range, first) && number(range, last)
-                            : number(range.substr(0, dash), first) &&
-                                  number(range.substr(dash + 1), last);
+    const bool parsed = dash == std::string_view::npos ? number(range, first) && number(range, last)
+                                                       : number(range.substr(0, dash), first) &&
+                                                             number(range.substr(dash + 1), last);
     if (!parsed || last < first) {
       return fail(Error::parse(fmt::format("cpu list: bad range '{}'", range)));
     }

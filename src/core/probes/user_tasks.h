@@ -34,7 +34,7 @@ struct UserTasks {
 [[nodiscard]] Result<std::uint64_t> parse_cpu_list_count(std::string_view text);
 /// The value of `key` in /proc/<pid>/status text, e.g. status_field(text, "Cpus_allowed_list").
 [[nodiscard]] std::optional<std::string_view> status_field(std::string_view text,
-                                                          std::string_view key);
+                                                           std::string_view key);
 /// Reads the examined process's uid and counts that uid's tasks over /proc.
 [[nodiscard]] Result<UserTasks> read_user_tasks(const Context& context);
 

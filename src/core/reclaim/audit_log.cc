@@ -1,14 +1,13 @@
 #include "core/reclaim/audit_log.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <ctime>
-#include <array>
-
-#include <fmt/format.h>
 
 namespace headroom {
 
@@ -54,7 +53,8 @@ Result<void> append_audit(const std::filesystem::path& log, const CleanItem& ite
   const ssize_t written = ::write(fd, line.data(), line.size());
   const int saved = errno;
   ::close(fd);
-  if (written != static_cast<ssize_t>(line.size())) return fail(Error::from_errno(saved, log.string()));
+  if (written != static_cast<ssize_t>(line.size()))
+    return fail(Error::from_errno(saved, log.string()));
   return {};
 }
 

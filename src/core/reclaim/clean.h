@@ -27,7 +27,7 @@ struct CleanOptions {
   bool tmp = false;  ///< old unused entries of tmp_dir
   /// Minimum age (since last modification). tmp: default 1 day; shm: none by default.
   std::optional<std::chrono::seconds> older_than;
-  bool all_users = false;          ///< root only: everybody's files
+  bool all_users = false;                  ///< root only: everybody's files
   std::filesystem::path tmp_dir = "/tmp";  ///< host path, resolved by the front end
   std::filesystem::path audit_log;         ///< host path of the JSON-lines log; empty: none
   /// Pids that could not be inspected but that the caller vouches hold nothing
@@ -45,17 +45,17 @@ enum class CleanKind { kShmFile, kSysvSegment, kTmpFile, kTmpDir };
 /// One thing the plan would remove (or has removed).
 struct CleanItem {
   CleanKind kind = CleanKind::kShmFile;
-  std::filesystem::path path;  ///< host path; "shmid <n>" style text for SysV
+  std::filesystem::path path;    ///< host path; "shmid <n>" style text for SysV
   std::filesystem::path parent;  ///< host path of the directory holding it
   FileId parent_id;              ///< the directory as planned; a swapped one is refused
-  std::string name;            ///< entry name within parent
+  std::string name;              ///< entry name within parent
   FileId id;
   int shmid = -1;
   std::int64_t key = 0;
   uid_t uid = 0;
   std::string owner;
-  std::uint64_t bytes = 0;     ///< allocated bytes it frees
-  std::uint64_t files = 1;     ///< entries it contains (directories)
+  std::uint64_t bytes = 0;  ///< allocated bytes it frees
+  std::uint64_t files = 1;  ///< entries it contains (directories)
   std::chrono::seconds age{0};
   std::string why_safe;
 };

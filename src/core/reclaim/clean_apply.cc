@@ -12,6 +12,7 @@
 // Nothing here follows a symlink or leaves the planned filesystem.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -20,10 +21,8 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <utility>
 #include <unordered_set>
-
-#include <fmt/format.h>
+#include <utility>
 
 #include "core/inuse/sysvipc_shm.h"
 #include "core/reclaim/audit_log.h"
@@ -89,7 +88,8 @@ class Remover {
     const int dir = *parent;
     struct stat info {};
     if (::fstatat(dir, item.name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
-      return errno == ENOENT ? "already gone" : fmt::format("stat failed: {}", std::strerror(errno));
+      return errno == ENOENT ? "already gone"
+                             : fmt::format("stat failed: {}", std::strerror(errno));
     }
     if (file_id_of(info) != item.id) return "replaced by another file since the plan";
     if (info.st_uid != item.uid) return "its owner changed since the plan";
@@ -101,8 +101,8 @@ class Remover {
     UniqueFd held;
     if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) {
       held = UniqueFd(::openat(dir, item.name.c_str(),
-                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
-                             (S_ISDIR(info.st_mode) ? O_DIRECTORY : 0)));
+                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+                                   (S_ISDIR(info.st_mode) ? O_DIRECTORY : 0)));
       struct stat opened {};
       if (held.get() < 0 || ::fstat(held.get(), &opened) != 0 || file_id_of(opened) != item.id) {
         return "changed while being checked";
@@ -138,7 +138,8 @@ class Remover {
     auto index = scan_in_use(context_, scan);
     if (!index) return put_back("could not re-scan processes: " + index.error().message);
     if (const auto blocking = blocking_unreadable(*index, options_); !blocking.empty()) {
-      return put_back(fmt::format("pid {} could not be inspected at the re-check", blocking.front()));
+      return put_back(
+          fmt::format("pid {} could not be inspected at the re-check", blocking.front()));
     }
 
     if (!S_ISDIR(info.st_mode)) {
@@ -161,15 +162,16 @@ class Remover {
     if (tree.crosses_mount) return put_back("contains a mount point");
     if (!tree.error.empty()) return put_back("could not read all of it: " + tree.error);
     for (const FileId& below : tree.ids) {
-      if (index.is_held(below)) return put_back(held_reason(index, holder_pids(index.holders(below))));
+      if (index.is_held(below))
+        return put_back(held_reason(index, holder_pids(index.holders(below))));
     }
     if (now_ - std::chrono::system_clock::from_time_t(tree.newest_mtime) < minimum(item)) {
       return put_back("something inside was modified since the plan");
     }
     const std::chrono::seconds age = minimum(item);
     const auto now = now_;
-    const RemoveOutcome outcome =
-        remove_tree_contents(dir_fd, item.id.device, [&](const struct stat& entry) -> std::optional<std::string> {
+    const RemoveOutcome outcome = remove_tree_contents(
+        dir_fd, item.id.device, [&](const struct stat& entry) -> std::optional<std::string> {
           if (index.is_held(file_id_of(entry))) return "in use";
           if (now - std::chrono::system_clock::from_time_t(entry.st_mtim.tv_sec) < age) {
             return "modified while removing";
@@ -192,7 +194,8 @@ class Remover {
     for (const SysvSegment& segment : *segments) {
       if (segment.shmid != item.shmid) continue;
       if (segment.key != item.key || segment.uid != item.uid) return "replaced since the plan";
-      if (segment.attachments != 0) return fmt::format("attached by {} processes now", segment.attachments);
+      if (segment.attachments != 0)
+        return fmt::format("attached by {} processes now", segment.attachments);
       if (::shmctl(segment.shmid, IPC_RMID, nullptr) != 0) {
         return fmt::format("shmctl(IPC_RMID) failed: {}", std::strerror(errno));
       }
@@ -211,7 +214,8 @@ class Remover {
 
 }  // namespace
 
-CleanResult apply_clean(const Context& context, const CleanOptions& options, const CleanPlan& plan) {
+CleanResult apply_clean(const Context& context, const CleanOptions& options,
+                        const CleanPlan& plan) {
   return Remover(context, options).run(plan);
 }
 

@@ -3,13 +3,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-
-#include <fmt/format.h>
 
 #include "core/inuse/user_names.h"
 #include "core/reclaim/clean.h"
@@ -34,8 +33,8 @@ std::string describe_pids(const Context& context, const std::vector<int>& pids) 
   constexpr std::size_t kShown = 10;
   std::string text;
   for (std::size_t i = 0; i < pids.size() && i < kShown; ++i) {
-    std::string name = context.root.read(context.root.proc(std::to_string(pids[i]) + "/comm"), 256)
-                           .value_or("?");
+    std::string name =
+        context.root.read(context.root.proc(std::to_string(pids[i]) + "/comm"), 256).value_or("?");
     while (!name.empty() && name.back() == '\n') name.pop_back();
     text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", pids[i], name);
   }
@@ -64,8 +63,8 @@ std::string blindness(const Context& context, const std::vector<int>& blocking, 
                                 "namespace): run headroom where it can",
                                 blocking.size() == 1 ? "it" : "them")
                   : std::string("Run as root"),
-        blocking.size() == 1 ? "it uses" : "they use",
-        blocking.size() == 1 ? "it" : "them", pid_csv(blocking));
+        blocking.size() == 1 ? "it uses" : "they use", blocking.size() == 1 ? "it" : "them",
+        pid_csv(blocking));
   }
   if (hidepid && euid != 0) {
     return "/proc is mounted with hidepid: other users' processes are invisible; run as root";
@@ -76,8 +75,11 @@ std::string blindness(const Context& context, const std::vector<int>& blocking, 
 class Planner {
  public:
   Planner(const Context& context, const CleanOptions& options)
-      : context_(context), options_(options), names_(context),
-        now_(context.syscalls->now()), euid_(context.syscalls->effective_uid()) {}
+      : context_(context),
+        options_(options),
+        names_(context),
+        now_(context.syscalls->now()),
+        euid_(context.syscalls->effective_uid()) {}
 
   Result<CleanPlan> run() {
     if (options_.shm) {
@@ -102,8 +104,9 @@ class Planner {
     plan_.processes_scanned = std::max(plan_.processes_scanned, index.processes_scanned());
     for (int pid : index.unreadable_pids()) plan_.unreadable_pids.push_back(pid);
     std::sort(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end());
-    plan_.unreadable_pids.erase(std::unique(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end()),
-                                plan_.unreadable_pids.end());
+    plan_.unreadable_pids.erase(
+        std::unique(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end()),
+        plan_.unreadable_pids.end());
     const std::vector<int> blocking = blocking_unreadable(index, options_);
     plan_.blocking_pids.insert(plan_.blocking_pids.end(), blocking.begin(), blocking.end());
     if (plan_.blind_reason.empty()) {
@@ -159,7 +162,8 @@ class Planner {
   void plan_sysv(const SysvSegment& segment, std::chrono::seconds minimum) {
     const std::filesystem::path label = fmt::format("sysv shmid {} key 0x{:08x}", segment.shmid,
                                                     static_cast<std::uint32_t>(segment.key));
-    const std::time_t last = std::max({segment.attach_time, segment.detach_time, segment.change_time});
+    const std::time_t last =
+        std::max({segment.attach_time, segment.detach_time, segment.change_time});
     const auto age = age_of(now_, last);
     if (segment.attachments != 0) {
       keep(label, fmt::format("attached by {} processes", segment.attachments), segment.size_bytes);
@@ -221,7 +225,8 @@ class Planner {
     struct stat info {};
     if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return;
     const FileId id = file_id_of(info);
-    if (protected_tmp_name(name)) return keep(path, "protected name (system sockets or PrivateTmp)");
+    if (protected_tmp_name(name))
+      return keep(path, "protected name (system sockets or PrivateTmp)");
     if (id.device != dir_id.device) return keep(path, "a mount point (other filesystem)");
     if (!owner_ok(info.st_uid)) return;  // other users' files are not ours to list
     const std::chrono::seconds minimum = minimum_age(options_, true);
@@ -238,7 +243,8 @@ class Planner {
     std::vector<int> holders = holder_pids(index.holders(id));
     if (S_ISDIR(info.st_mode)) {
       item.kind = CleanKind::kTmpDir;
-      const int child = ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      const int child =
+          ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child < 0) return keep(path, fmt::format("could not open: {}", std::strerror(errno)));
       const TreeSummary tree = summarize_tree(child, id.device);
       ::close(child);
@@ -248,8 +254,8 @@ class Planner {
         const auto pids = holder_pids(index.holders(below));
         holders.insert(holders.end(), pids.begin(), pids.end());
       }
-      const auto by_path = holder_pids(index.holders_under(context_.root.display(
-          context_.root.host(path))));
+      const auto by_path =
+          holder_pids(index.holders_under(context_.root.display(context_.root.host(path))));
       holders.insert(holders.end(), by_path.begin(), by_path.end());
       std::sort(holders.begin(), holders.end());
       holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
@@ -305,12 +311,14 @@ std::string_view to_string(CleanKind kind) {
 }
 
 Result<void> validate(const CleanOptions& options, const Context& context) {
-  if (!options.shm && !options.tmp) return fail(Error::invalid("choose what to clean: --shm and/or --tmp"));
+  if (!options.shm && !options.tmp)
+    return fail(Error::invalid("choose what to clean: --shm and/or --tmp"));
   if (options.all_users && context.syscalls->effective_uid() != 0) {
     return fail(Error::invalid("--all-users needs root"));
   }
   for (int pid : options.ignore_unreadable) {
-    if (pid <= 0) return fail(Error::invalid(fmt::format("--ignore-unreadable: {} is not a pid", pid)));
+    if (pid <= 0)
+      return fail(Error::invalid(fmt::format("--ignore-unreadable: {} is not a pid", pid)));
   }
   if (options.older_than && options.older_than->count() < 0) {
     return fail(Error::invalid("--older-than must not be negative"));

@@ -1,17 +1,16 @@
 #include "core/reclaim/clean_rules.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 
-#include <fmt/format.h>
-
 namespace headroom {
 
 bool protected_tmp_name(std::string_view name) {
-  constexpr std::array<std::string_view, 6> kExact = {".X11-unix", ".ICE-unix", ".font-unix",
-                                                       ".XIM-unix", ".Test-unix", "snap-private-tmp"};
+  constexpr std::array<std::string_view, 6> kExact = {
+      ".X11-unix", ".ICE-unix", ".font-unix", ".XIM-unix", ".Test-unix", "snap-private-tmp"};
   for (std::string_view exact : kExact) {
     if (name == exact) return true;
   }

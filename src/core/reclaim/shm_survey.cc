@@ -84,7 +84,8 @@ Result<ShmSurvey> survey_shm(const Context& context) {
   auto index = scan_in_use(context, options);
   if (!index) return fail(index.error());
   survey.index = std::move(*index);
-  for (ShmEntry& entry : survey.entries) entry.holders = holder_pids(survey.index.holders(entry.id));
+  for (ShmEntry& entry : survey.entries)
+    entry.holders = holder_pids(survey.index.holders(entry.id));
 
   // Unlinked but held: deleted holders on /dev/shm's device, one per inode.
   std::map<FileId, UnlinkedSegment> unlinked;

@@ -33,8 +33,8 @@ struct ShmEntry {
   std::uint64_t size_bytes = 0;       ///< st_size
   std::uint64_t allocated_bytes = 0;  ///< st_blocks x 512: what it takes from the tmpfs
   std::chrono::system_clock::time_point modified;
-  std::string pattern;      ///< shm_pattern(name)
-  std::vector<int> holders; ///< pids that have it open or mapped (ascending, unique)
+  std::string pattern;       ///< shm_pattern(name)
+  std::vector<int> holders;  ///< pids that have it open or mapped (ascending, unique)
   [[nodiscard]] bool regular() const;
 };
 

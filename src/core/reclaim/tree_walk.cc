@@ -34,11 +34,12 @@ bool list_names(int dir_fd, std::vector<std::string>& names) {
 
 // Opens child directory `name` of dir_fd only if it is still the inode `seen`.
 int open_child_dir(int dir_fd, const std::string& name, const struct stat& seen) {
-  const int child = ::openat(dir_fd, name.c_str(),
-                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  const int child =
+      ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (child < 0) return -1;
   struct stat opened {};
-  if (::fstat(child, &opened) != 0 || opened.st_dev != seen.st_dev || opened.st_ino != seen.st_ino) {
+  if (::fstat(child, &opened) != 0 || opened.st_dev != seen.st_dev ||
+      opened.st_ino != seen.st_ino) {
     ::close(child);
     errno = ESTALE;
     return -1;
@@ -114,7 +115,8 @@ void remove_below(int dir_fd, std::uint64_t device, const KeepRule& keep, int de
     // A symlink is removed as itself: unlinkat never follows.
     if (::unlinkat(dir_fd, name.c_str(), 0) == 0) {
       ++outcome.removed;
-      if (info.st_nlink <= 1) outcome.freed_bytes += static_cast<std::uint64_t>(info.st_blocks) * 512;
+      if (info.st_nlink <= 1)
+        outcome.freed_bytes += static_cast<std::uint64_t>(info.st_blocks) * 512;
     }
   }
 }

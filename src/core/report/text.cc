@@ -46,9 +46,10 @@ std::string color_reset(const TextStyle& style) { return style.color ? "\x1b[0m"
 
 std::string render_finding(const Finding& finding, const TextStyle& style) {
   const std::string label = fmt::format("{:<8}", to_string(finding.severity));
-  std::string out = fmt::format("{}{}{} {:<17} {}\n", severity_color(finding.severity, style), label,
-                                color_reset(style), finding.id, finding.summary);
-  const bool problem = finding.severity == Severity::kWarn || finding.severity == Severity::kCritical;
+  std::string out = fmt::format("{}{}{} {:<17} {}\n", severity_color(finding.severity, style),
+                                label, color_reset(style), finding.id, finding.summary);
+  const bool problem =
+      finding.severity == Severity::kWarn || finding.severity == Severity::kCritical;
   const std::string indent(27, ' ');
   if ((problem || style.verbose) && !finding.evidence.empty()) {
     out += fmt::format("{}evidence: {}\n", indent, evidence_line(finding));
@@ -68,15 +69,15 @@ std::string render_text(const Report& report, const TextStyle& style) {
   int counts[4] = {0, 0, 0, 0};
   for (const Finding& finding : report.findings) ++counts[rank(finding.severity)];
   const Severity verdict = report.verdict();
-  std::string out = fmt::format(
-      "{}{}{}: {} critical, {} warning{}, {} ok{} ({})\n\n", severity_color(verdict, style),
-      upper(to_string(verdict)), color_reset(style), counts[rank(Severity::kCritical)],
-      counts[rank(Severity::kWarn)], counts[rank(Severity::kWarn)] == 1 ? "" : "s",
-      counts[rank(Severity::kOk)],
-      counts[rank(Severity::kUnknown)] > 0
-          ? fmt::format(", {} unknown", counts[rank(Severity::kUnknown)])
-          : "",
-      report.environment.empty() ? "host" : report.environment);
+  std::string out =
+      fmt::format("{}{}{}: {} critical, {} warning{}, {} ok{} ({})\n\n",
+                  severity_color(verdict, style), upper(to_string(verdict)), color_reset(style),
+                  counts[rank(Severity::kCritical)], counts[rank(Severity::kWarn)],
+                  counts[rank(Severity::kWarn)] == 1 ? "" : "s", counts[rank(Severity::kOk)],
+                  counts[rank(Severity::kUnknown)] > 0
+                      ? fmt::format(", {} unknown", counts[rank(Severity::kUnknown)])
+                      : "",
+                  report.environment.empty() ? "host" : report.environment);
   for (const Finding& finding : report.findings) out += render_finding(finding, style);
   return out;
 }

@@ -59,9 +59,8 @@ void sample_filesystems(const Context& context,
     }
     if (!mounts) return fail(mounts.error());
     if (failed > 0) {
-      return fail(Error{Error::Code::kNotFound,
-                        fmt::format("{} of {} paths not watchable: {}", failed, paths.size(),
-                                    first_error)});
+      return fail(Error{Error::Code::kNotFound, fmt::format("{} of {} paths not watchable: {}",
+                                                            failed, paths.size(), first_error)});
     }
     return {};
   });

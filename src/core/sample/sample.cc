@@ -51,8 +51,8 @@ const ProbeStatus* Sample::probe(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(
-    const Context& context, const SampleOptions& options) {
+std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(const Context& context,
+                                                                    const SampleOptions& options) {
   std::vector<std::pair<std::filesystem::path, FsRole>> paths;
   std::set<std::string> seen;
   const auto add = [&](const std::filesystem::path& path, FsRole role) {
@@ -70,8 +70,7 @@ std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(
   return paths;
 }
 
-Result<Sample> take_sample(const Context& context, const SampleOptions& options,
-                           SampleMemo* memo) {
+Result<Sample> take_sample(const Context& context, const SampleOptions& options, SampleMemo* memo) {
   if (context.syscalls == nullptr) return fail(Error::invalid("context has no syscalls"));
   Sample sample;
   sample.time = context.syscalls->now();

@@ -67,7 +67,7 @@ struct PressureSample {
 
 /// The memory cgroup of the examined process (v1 or v2).
 struct CgroupSample {
-  std::string path;  ///< cgroup path, e.g. "/kubepods/burstable/pod.../..."
+  std::string path;                          ///< cgroup path, e.g. "/kubepods/burstable/pod.../..."
   std::optional<std::uint64_t> limit_bytes;  ///< nullopt: no limit
   std::uint64_t usage_bytes = 0;
   std::uint64_t oom_kills = 0;  ///< memory.events oom_kill (v2) / memory.oom_control (v1)
@@ -85,7 +85,8 @@ struct FdSample {
 /// How one probe went in this sample: exported as headroom_probe_success and
 /// headroom_probe_duration_seconds.
 struct ProbeStatus {
-  std::string probe;  ///< "filesystem", "meminfo", "pressure", "cgroup", "fds", "shm_stale", "vmstat"
+  std::string
+      probe;  ///< "filesystem", "meminfo", "pressure", "cgroup", "fds", "shm_stale", "vmstat"
   bool success = false;
   double duration_seconds = 0;
   std::string error;  ///< why it failed, empty on success

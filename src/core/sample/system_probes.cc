@@ -28,8 +28,8 @@ void sample_pressure(const Context& context, Sample& sample) {
       if (!pressure.full) {
         return fail(Error{Error::Code::kUnsupported, "memory PSI has no \"full\" line"});
       }
-      sample.pressure = PressureSample{pressure.some.avg10, pressure.full->avg10,
-                                       pressure.full->total_us};
+      sample.pressure =
+          PressureSample{pressure.some.avg10, pressure.full->avg10, pressure.full->total_us};
       return {};
     });
   });
@@ -37,10 +37,11 @@ void sample_pressure(const Context& context, Sample& sample) {
 
 void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample) {
   run_probe(context, sample, "cgroup", [&]() -> Result<void> {
-    return read_memory_cgroup(context, context.pid, mounts, false).map([&](const MemoryCgroup& cgroup) {
-      sample.cgroup = CgroupSample{cgroup.path, cgroup.effective_limit_bytes, cgroup.usage_bytes,
-                                   cgroup.oom_kills.value_or(0)};
-    });
+    return read_memory_cgroup(context, context.pid, mounts, false)
+        .map([&](const MemoryCgroup& cgroup) {
+          sample.cgroup = CgroupSample{cgroup.path, cgroup.effective_limit_bytes,
+                                       cgroup.usage_bytes, cgroup.oom_kills.value_or(0)};
+        });
   });
 }
 
@@ -66,8 +67,8 @@ void sample_fds(const Context& context, const SampleOptions& options, Sample& sa
     const std::filesystem::path directory = context.process_file("fd");
     std::error_code error;
     std::uint64_t open = 0;
-    for (std::filesystem::directory_iterator entry(directory, error), end;
-         !error && entry != end; entry.increment(error)) {
+    for (std::filesystem::directory_iterator entry(directory, error), end; !error && entry != end;
+         entry.increment(error)) {
       ++open;
     }
     if (error) return fail(Error::from_errno(error.value(), directory.string()));

@@ -1,8 +1,8 @@
 #include "core/sample/vmstat.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 namespace headroom {
 

@@ -5,12 +5,13 @@
 
 #include "core/signatures/analyzer.h"
 
+#include <fmt/format.h>
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <deque>
-#include <fmt/format.h>
-#include <re2/re2.h>
 
 #include "core/signatures/envelope.h"
 #include "core/signatures/normalize.h"
@@ -115,7 +116,8 @@ class LogAnalyzer::Impl {
           append_carry(bytes);
           return;
         }
-        const auto length = static_cast<std::size_t>(static_cast<const char*>(found) - bytes.data());
+        const auto length =
+            static_cast<std::size_t>(static_cast<const char*>(found) - bytes.data());
         append_carry(bytes.substr(0, length));
         carry_.push_back('\n');
         process_block(carry_);
@@ -129,7 +131,8 @@ class LogAnalyzer::Impl {
         append_carry(bytes);
         return;
       }
-      const auto length = static_cast<std::size_t>(static_cast<const char*>(last) - bytes.data()) + 1;
+      const auto length =
+          static_cast<std::size_t>(static_cast<const char*>(last) - bytes.data()) + 1;
       process_block(bytes.substr(0, length));
       bytes.remove_prefix(length);
       append_carry(bytes);
@@ -168,7 +171,9 @@ class LogAnalyzer::Impl {
   /// `block` holds whole lines, each ending in '\n'.
   void process_block(std::string_view block) {
     hits_.clear();
-    prefilter_.scan(block, [&](std::size_t at, std::size_t literal) { hits_.push_back({at, literal}); });
+    prefilter_.scan(block, [&](std::size_t at, std::size_t literal) {
+      hits_.push_back({at, literal});
+    });
     if (!always_.empty()) {
       // Signatures without a usable literal look at every line.
       std::size_t start = 0;
@@ -186,9 +191,12 @@ class LogAnalyzer::Impl {
       const std::size_t at = hits_[i].first;
       const void* before = at == 0 ? nullptr : memrchr(block.data(), '\n', at);
       const std::size_t line_start =
-          before == nullptr ? 0 : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
+          before == nullptr
+              ? 0
+              : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
       const std::size_t line_end = block.find('\n', at);
-      counted_lines += LiteralPrefilter::count_newlines(block.data() + counted_at, block.data() + line_start);
+      counted_lines +=
+          LiteralPrefilter::count_newlines(block.data() + counted_at, block.data() + line_start);
       counted_at = line_start;
       ++generation_;
       std::vector<std::size_t> signatures;
@@ -226,8 +234,8 @@ class LogAnalyzer::Impl {
     for (std::size_t signature : signatures) match(signature, text, block, start, line_number);
   }
 
-  void match(std::size_t index, const std::string& text, std::string_view block, std::size_t line_start,
-             std::uint64_t line_number) {
+  void match(std::size_t index, const std::string& text, std::string_view block,
+             std::size_t line_start, std::uint64_t line_number) {
     const CompiledSignature& compiled = compiled_[index];
     const RE2* matched = nullptr;
     std::vector<std::string> values;
@@ -248,7 +256,8 @@ class LogAnalyzer::Impl {
     if (matched == nullptr) return;
     const Signature& signature = catalog_.signatures[index];
     if (compiled.requires_context || compiled.excludes_context) {
-      const std::vector<std::string> context = previous_lines(block, line_start, signature.context_lines);
+      const std::vector<std::string> context =
+          previous_lines(block, line_start, signature.context_lines);
       const auto any = [&](const RE2& re) {
         if (RE2::PartialMatch(text, re)) return true;
         return std::any_of(context.begin(), context.end(),
@@ -263,8 +272,8 @@ class LogAnalyzer::Impl {
   void record(std::size_t index, const std::string& text, const RE2& pattern,
               const std::vector<std::string>& values, std::uint64_t line_number) {
     const Signature& signature = catalog_.signatures[index];
-    const std::string reference =
-        source_.empty() ? fmt::format("line {}", line_number) : fmt::format("{}:{}", source_, line_number);
+    const std::string reference = source_.empty() ? fmt::format("line {}", line_number)
+                                                  : fmt::format("{}:{}", source_, line_number);
     ExtractedFields& fields = observations_.fields;
     std::vector<std::int64_t> pids;
     std::string signal;
@@ -277,7 +286,8 @@ class LogAnalyzer::Impl {
         std::size_t at = 0;
         while (at < value.size()) {
           const std::size_t next = value.find_first_of(", ", at);
-          const std::string_view piece = std::string_view(value).substr(at, next == std::string::npos ? std::string::npos : next - at);
+          const std::string_view piece = std::string_view(value).substr(
+              at, next == std::string::npos ? std::string::npos : next - at);
           if (auto pid = to_number<std::int64_t>(piece)) {
             pids.push_back(*pid);
             add_bounded(fields.pids, *pid);
@@ -288,7 +298,8 @@ class LogAnalyzer::Impl {
       } else if (name == "killed_pid") {
         if (auto pid = to_number<std::int64_t>(value)) {
           add_bounded(fields.killed_pids, *pid);
-          if (observations_.killed_pids.size() < kMaxFieldValues) observations_.killed_pids.emplace_back(*pid, reference);
+          if (observations_.killed_pids.size() < kMaxFieldValues)
+            observations_.killed_pids.emplace_back(*pid, reference);
         }
       } else if (name == "path") {
         path = value;
@@ -306,11 +317,13 @@ class LogAnalyzer::Impl {
     }
     if (!signal.empty()) {
       for (std::int64_t pid : pids) {
-        if (observations_.signalled_pids.size() < kMaxFieldValues) observations_.signalled_pids.emplace_back(pid, signal);
+        if (observations_.signalled_pids.size() < kMaxFieldValues)
+          observations_.signalled_pids.emplace_back(pid, signal);
       }
     }
-    const std::string cause = signature.cause_by_path && !path.empty() ? cause_for_path(path, signature.cause)
-                                                                        : signature.cause;
+    const std::string cause = signature.cause_by_path && !path.empty()
+                                  ? cause_for_path(path, signature.cause)
+                                  : signature.cause;
     HitSummary& hit = observations_.hits[{index, cause}];
     if (hit.count == 0) {
       hit.first_order = ++order_;
@@ -319,8 +332,8 @@ class LogAnalyzer::Impl {
     ++hit.count;
     if (kept_[index] < kEvidencePerSignature && observations_.evidence.size() < kMaxEvidence) {
       ++kept_[index];
-      observations_.evidence.push_back(EvidenceLine{source_, line_number, printable_utf8(text, kEvidenceTextBytes),
-                                                    signature.id, cause});
+      observations_.evidence.push_back(EvidenceLine{
+          source_, line_number, printable_utf8(text, kEvidenceTextBytes), signature.id, cause});
     }
   }
 
@@ -332,17 +345,22 @@ class LogAnalyzer::Impl {
       const std::size_t stop = end - 1;  // the '\n' that ends the line
       const void* before = stop == 0 ? nullptr : memrchr(block.data(), '\n', stop);
       const std::size_t begin =
-          before == nullptr ? 0 : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
-      lines.push_back(normalize_line(block.substr(begin, std::min(stop - begin, kTailLineBytes)), 0));
+          before == nullptr
+              ? 0
+              : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
+      lines.push_back(
+          normalize_line(block.substr(begin, std::min(stop - begin, kTailLineBytes)), 0));
       end = begin;
     }
   }
 
   /// Up to `count` lines before `line_start`, nearest first, from the block and the saved tail.
-  std::vector<std::string> previous_lines(std::string_view block, std::size_t line_start, std::size_t count) const {
+  std::vector<std::string> previous_lines(std::string_view block, std::size_t line_start,
+                                          std::size_t count) const {
     std::vector<std::string> lines;
     lines_before(block, line_start, count, lines);
-    for (auto it = tail_.rbegin(); it != tail_.rend() && lines.size() < count; ++it) lines.push_back(*it);
+    for (auto it = tail_.rbegin(); it != tail_.rend() && lines.size() < count; ++it)
+      lines.push_back(*it);
     return lines;
   }
 

@@ -4,15 +4,14 @@
 
 #include "core/signatures/catalog.h"
 
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <re2/re2.h>
-
-#include <toml++/toml.h>
 
 #include "core/signatures/literal.h"
 
@@ -20,7 +19,7 @@ namespace headroom {
 
 namespace {
 
-constexpr std::string_view kKnownFields[] = {"pid",  "pids",   "killed_pid", "path",     "size",
+constexpr std::string_view kKnownFields[] = {"pid",    "pids",  "killed_pid", "path",      "size",
                                              "signal", "errno", "exit_code",  "errno_name"};
 
 Result<std::vector<std::string>> string_list(const toml::table& table, std::string_view key,
@@ -33,10 +32,12 @@ Result<std::vector<std::string>> string_list(const toml::table& table, std::stri
     return values;
   }
   const toml::array* array = node->as_array();
-  if (array == nullptr) return fail(Error::parse(fmt::format("{}: '{}' must be a list of strings", where, key)));
+  if (array == nullptr)
+    return fail(Error::parse(fmt::format("{}: '{}' must be a list of strings", where, key)));
   for (const toml::node& item : *array) {
     const auto* text = item.as_string();
-    if (text == nullptr) return fail(Error::parse(fmt::format("{}: '{}' must be a list of strings", where, key)));
+    if (text == nullptr)
+      return fail(Error::parse(fmt::format("{}: '{}' must be a list of strings", where, key)));
     values.push_back(text->get());
   }
   return values;
@@ -45,12 +46,15 @@ Result<std::vector<std::string>> string_list(const toml::table& table, std::stri
 Result<void> check_pattern(const std::string& pattern, const std::string& where) {
   RE2 compiled(pattern, RE2::Quiet);
   if (!compiled.ok()) {
-    return fail(Error::parse(fmt::format("{}: bad pattern '{}': {}", where, pattern, compiled.error())));
+    return fail(
+        Error::parse(fmt::format("{}: bad pattern '{}': {}", where, pattern, compiled.error())));
   }
   for (const auto& [name, index] : compiled.NamedCapturingGroups()) {
     (void)index;
-    if (std::find(std::begin(kKnownFields), std::end(kKnownFields), name) == std::end(kKnownFields)) {
-      return fail(Error::parse(fmt::format("{}: unknown field (?P<{}>...) in '{}'", where, name, pattern)));
+    if (std::find(std::begin(kKnownFields), std::end(kKnownFields), name) ==
+        std::end(kKnownFields)) {
+      return fail(
+          Error::parse(fmt::format("{}: unknown field (?P<{}>...) in '{}'", where, name, pattern)));
     }
   }
   return {};
@@ -60,10 +64,12 @@ Result<Strength> parse_strength(std::string_view text, const std::string& where)
   if (text == "decisive") return Strength::kDecisive;
   if (text == "strong") return Strength::kStrong;
   if (text == "suggestive") return Strength::kSuggestive;
-  return fail(Error::parse(fmt::format("{}: strength must be decisive, strong or suggestive, got '{}'", where, text)));
+  return fail(Error::parse(
+      fmt::format("{}: strength must be decisive, strong or suggestive, got '{}'", where, text)));
 }
 
-Result<Signature> parse_signature(const toml::table& table, std::string_view origin, std::size_t index) {
+Result<Signature> parse_signature(const toml::table& table, std::string_view origin,
+                                  std::size_t index) {
   Signature signature;
   signature.origin = std::string(origin);
   signature.id = table["id"].value_or(std::string());
@@ -104,13 +110,15 @@ Result<Signature> parse_signature(const toml::table& table, std::string_view ori
     if (pattern.empty()) continue;
     RE2 compiled(pattern, RE2::Quiet);
     if (!compiled.ok()) {
-      return fail(Error::parse(fmt::format("{}: bad {} '{}': {}", where, key, pattern, compiled.error())));
+      return fail(
+          Error::parse(fmt::format("{}: bad {} '{}': {}", where, key, pattern, compiled.error())));
     }
     (std::string_view(key) == "requires_context" ? signature.requires_context
                                                  : signature.excludes_context) = std::move(pattern);
   }
   const std::int64_t context_lines = table["context_lines"].value_or(std::int64_t{12});
-  if (context_lines < 0 || context_lines > 64) return fail(Error::parse(where + ": context_lines must be in 0..64"));
+  if (context_lines < 0 || context_lines > 64)
+    return fail(Error::parse(where + ": context_lines must be in 0..64"));
   signature.context_lines = static_cast<std::size_t>(context_lines);
   signature.cause_by_path = table["cause_by_path"].value_or(false);
   signature.explanation = table["explanation"].value_or(std::string());
@@ -147,9 +155,12 @@ bool is_host_cause(std::string_view cause) {
 
 std::string_view to_string(Strength strength) {
   switch (strength) {
-    case Strength::kDecisive: return "decisive";
-    case Strength::kStrong: return "strong";
-    case Strength::kSuggestive: return "suggestive";
+    case Strength::kDecisive:
+      return "decisive";
+    case Strength::kStrong:
+      return "strong";
+    case Strength::kSuggestive:
+      return "suggestive";
   }
   return "strong";
 }
@@ -160,20 +171,25 @@ Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origi
     root = toml::parse(toml_text, origin);
   } catch (const toml::parse_error& error) {
     const auto& begin = error.source().begin;
-    return fail(Error::parse(fmt::format("{}:{}:{}: {}", origin, begin.line, begin.column, error.description())));
+    return fail(Error::parse(
+        fmt::format("{}:{}:{}: {}", origin, begin.line, begin.column, error.description())));
   }
   Catalog catalog;
   const toml::node* list = root.get("signature");
   if (list == nullptr) return catalog;  // an empty file is a valid, empty catalog
   const toml::array* array = list->as_array();
-  if (array == nullptr) return fail(Error::parse(fmt::format("{}: 'signature' must be an array of tables ([[signature]])", origin)));
+  if (array == nullptr)
+    return fail(Error::parse(
+        fmt::format("{}: 'signature' must be an array of tables ([[signature]])", origin)));
   std::map<std::string, bool> seen;
   for (std::size_t i = 0; i < array->size(); ++i) {
     const toml::table* table = (*array)[i].as_table();
-    if (table == nullptr) return fail(Error::parse(fmt::format("{}: signature #{} is not a table", origin, i + 1)));
+    if (table == nullptr)
+      return fail(Error::parse(fmt::format("{}: signature #{} is not a table", origin, i + 1)));
     auto signature = parse_signature(*table, origin, i);
     if (!signature) return fail(signature.error());
-    if (seen[signature->id]) return fail(Error::parse(fmt::format("{}: duplicate id '{}'", origin, signature->id)));
+    if (seen[signature->id])
+      return fail(Error::parse(fmt::format("{}: duplicate id '{}'", origin, signature->id)));
     seen[signature->id] = true;
     catalog.signatures.push_back(std::move(*signature));
   }

@@ -15,10 +15,9 @@
 namespace headroom {
 
 /// The causes explain reports. Host causes first; the rest are not the host's fault.
-inline constexpr std::string_view kHostCauses[] = {"shm_too_small", "shm_stale",   "disk_full", "tmp_full",
-                                                   "host_oom",      "fd_limit",    "pid_limit", "fs_readonly",
-                                                   "io_error",      "inotify_limit", "memlock_limit",
-                                                   "port_in_use"};
+inline constexpr std::string_view kHostCauses[] = {
+    "shm_too_small", "shm_stale",   "disk_full", "tmp_full",      "host_oom",      "fd_limit",
+    "pid_limit",     "fs_readonly", "io_error",  "inotify_limit", "memlock_limit", "port_in_use"};
 /// True for the causes that a host resource explains (kHostCauses).
 [[nodiscard]] bool is_host_cause(std::string_view cause);
 
@@ -52,7 +51,7 @@ struct Signature {
   /// When a path is extracted, classify the cause by it: /dev/shm -> shm_too_small,
   /// temp dirs -> tmp_full, anything else -> this signature's cause.
   bool cause_by_path = false;
-  std::string explanation;          ///< why this line means that cause, for people
+  std::string explanation;           ///< why this line means that cause, for people
   std::vector<std::string> confirm;  ///< host checks that confirm it: "shm", "kmsg", "memory", ...
   std::vector<std::string> remedies;
   std::string origin;  ///< "builtin:<file>.toml" or the user's file path
@@ -71,6 +70,7 @@ struct Catalog {
 [[nodiscard]] Result<Catalog> load_catalog(std::span<const std::filesystem::path> extra_dirs);
 
 /// The embedded catalog files: (file name, TOML text), generated from catalog/*.toml.
-[[nodiscard]] std::span<const std::pair<std::string_view, std::string_view>> builtin_catalog_files();
+[[nodiscard]] std::span<const std::pair<std::string_view, std::string_view>>
+builtin_catalog_files();
 
 }  // namespace headroom

@@ -18,22 +18,22 @@ enum class Confidence { kLow, kMedium, kHigh };
 
 /// One log line that matched a signature.
 struct EvidenceLine {
-  std::string source;        ///< file name, "-" for stdin, "" for a single unnamed stream
-  std::uint64_t line = 0;    ///< 1-based line number within the source
-  std::string text;          ///< the normalised line (no ANSI, no prefix), at most 512 bytes
-  std::string signature;     ///< signature id
-  std::string cause;         ///< cause this line points to (after path classification)
+  std::string source;      ///< file name, "-" for stdin, "" for a single unnamed stream
+  std::uint64_t line = 0;  ///< 1-based line number within the source
+  std::string text;        ///< the normalised line (no ANSI, no prefix), at most 512 bytes
+  std::string signature;   ///< signature id
+  std::string cause;       ///< cause this line points to (after path classification)
 };
 
 /// Values extracted by the named groups of the matching patterns, deduplicated, bounded.
 struct ExtractedFields {
-  std::vector<std::int64_t> pids;        ///< pids named by the job (DataLoader workers, ranks)
-  std::vector<std::int64_t> killed_pids; ///< pids the kernel or a userspace killer ended
-  std::vector<std::string> paths;        ///< files and dirs named in errors
-  std::vector<std::uint64_t> sizes;      ///< byte counts (e.g. NCCL segment size)
-  std::vector<std::string> signals;      ///< "Bus error", "Killed", "SIGKILL", ...
-  std::vector<int> errnos;               ///< 28, 24, ...
-  std::vector<int> exit_codes;           ///< 137, 1, ...
+  std::vector<std::int64_t> pids;         ///< pids named by the job (DataLoader workers, ranks)
+  std::vector<std::int64_t> killed_pids;  ///< pids the kernel or a userspace killer ended
+  std::vector<std::string> paths;         ///< files and dirs named in errors
+  std::vector<std::uint64_t> sizes;       ///< byte counts (e.g. NCCL segment size)
+  std::vector<std::string> signals;       ///< "Bus error", "Killed", "SIGKILL", ...
+  std::vector<int> errnos;                ///< 28, 24, ...
+  std::vector<int> exit_codes;            ///< 137, 1, ...
 };
 
 /// One possible cause, with how sure explain is and why.
@@ -43,13 +43,13 @@ struct Candidate {
   Confidence confidence = Confidence::kLow;
   std::vector<std::string> reasoning;   ///< full sentences, in the order they were concluded
   std::vector<std::string> signatures;  ///< ids of the signatures that matched for it
-  std::uint64_t matches = 0;            ///< matching lines, including those beyond the kept evidence
+  std::uint64_t matches = 0;  ///< matching lines, including those beyond the kept evidence
 };
 
 /// The result of analysing one or more logs.
 struct Diagnosis {
-  std::vector<Candidate> candidates;  ///< ranked, best first; empty when nothing matched
-  std::vector<EvidenceLine> evidence; ///< bounded: a few lines per signature, in log order
+  std::vector<Candidate> candidates;   ///< ranked, best first; empty when nothing matched
+  std::vector<EvidenceLine> evidence;  ///< bounded: a few lines per signature, in log order
   ExtractedFields fields;
   std::vector<std::string> explanations;  ///< explanation text of the verdict's signatures
   std::vector<std::string> remedies;      ///< catalog remedies of the verdict's signatures

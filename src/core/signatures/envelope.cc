@@ -34,11 +34,14 @@ std::string_view one_line(std::string& text) {
 
 }  // namespace
 
-bool looks_like_docker_json(std::string_view line) { return line.substr(0, kDockerStart.size()) == kDockerStart; }
+bool looks_like_docker_json(std::string_view line) {
+  return line.substr(0, kDockerStart.size()) == kDockerStart;
+}
 
 std::optional<DockerRecord> parse_docker_json(std::string_view line) {
   if (line.empty() || line.front() != '{') return std::nullopt;  // cheap exit for ordinary lines
-  const nlohmann::json doc = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json doc =
+      nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) return std::nullopt;  // also a discarded (invalid) document
   const auto log = doc.find("log");
   if (log == doc.end() || !log->is_string()) return std::nullopt;
@@ -51,8 +54,8 @@ std::optional<DockerRecord> parse_docker_json(std::string_view line) {
 
 std::optional<CriRecord> parse_cri_prefix(std::string_view line) {
   // "2024-05-01T12:00:00.123456789Z stderr F text": the time is RFC3339Nano.
-  if (line.size() < 20 || !is_digit(line[0]) || !is_digit(line[3]) || line[4] != '-' || line[7] != '-' ||
-      line[10] != 'T') {
+  if (line.size() < 20 || !is_digit(line[0]) || !is_digit(line[3]) || line[4] != '-' ||
+      line[7] != '-' || line[10] != 'T') {
     return std::nullopt;
   }
   const std::size_t space = line.find(' ', 11);
@@ -116,7 +119,8 @@ void EnvelopeDecoder::decide_from(std::string_view head) {
   std::size_t start = 0;
   while (start < head.size()) {
     const std::size_t end = head.find('\n', start);
-    const std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    const std::string_view line =
+        head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
       if (end != std::string_view::npos || head.size() >= kDecideBytes) decide(line);
       return;  // else wait for the whole line
@@ -129,9 +133,12 @@ void EnvelopeDecoder::decide_from(std::string_view head) {
 
 void EnvelopeDecoder::finish(const Sink& sink) {
   out_.clear();
-  if (format_ == Format::kUndecided) {  // a short source: its first non-empty line, even unterminated
+  if (format_ ==
+      Format::kUndecided) {  // a short source: its first non-empty line, even unterminated
     const std::size_t first = carry_.find_first_not_of(" \t\r\n");
-    const std::size_t line = first == std::string::npos ? carry_.size() : carry_.rfind('\n', first) + 1;  // npos + 1 == 0
+    const std::size_t line = first == std::string::npos
+                                 ? carry_.size()
+                                 : carry_.rfind('\n', first) + 1;  // npos + 1 == 0
     decide(std::string_view(carry_).substr(line));
   }
   if (format_ == Format::kPlain) {
@@ -221,7 +228,8 @@ void EnvelopeDecoder::decode_line(std::string_view line) {
   }
 }
 
-void EnvelopeDecoder::continue_stream(std::size_t stream, std::string_view text, std::string_view head) {
+void EnvelopeDecoder::continue_stream(std::size_t stream, std::string_view text,
+                                      std::string_view head) {
   Pending& pending = pending_[stream];
   if (!pending.open) {
     pending.open = true;
@@ -234,7 +242,8 @@ void EnvelopeDecoder::continue_stream(std::size_t stream, std::string_view text,
   out_.push_back('\n');  // the record's line stays, empty: later line numbers still match the file
 }
 
-void EnvelopeDecoder::complete_stream(std::size_t stream, std::string_view text, std::string_view head) {
+void EnvelopeDecoder::complete_stream(std::size_t stream, std::string_view text,
+                                      std::string_view head) {
   Pending& pending = pending_[stream];
   if (pending.open) {
     out_ += pending.head;

@@ -8,7 +8,8 @@
 // - CRI (containerd, CRI-O: /var/log/pods/<ns>_<pod>_<uid>/<container>/0.log):
 //   "<RFC3339Nano time> <stdout|stderr> <P|F> text"; P marks a partial record that
 //   the next record of the same stream continues (kubelet's pkg/kubelet/kuberuntime/logs
-//   joins them). https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md
+//   joins them).
+//   https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md
 
 #include <array>
 #include <cstdint>
@@ -60,7 +61,8 @@ class EnvelopeDecoder {
  private:
   enum class Format { kUndecided, kPlain, kDocker, kCri };
 
-  /// Decodes the whole lines of `bytes` into out_ (handing it on as it grows) and keeps the unterminated rest.
+  /// Decodes the whole lines of `bytes` into out_ (handing it on as it grows) and keeps the
+  /// unterminated rest.
   void decode_lines(std::string_view bytes, const Sink& sink);
   void flush(const Sink& sink);
   void decode_line(std::string_view line);

@@ -31,13 +31,27 @@ std::string to_ere(const std::string& pattern) {
     if (c == '\\' && i + 1 < pattern.size()) {
       const char next = pattern[++i];
       switch (next) {
-        case 'd': out += "[0-9]"; break;
-        case 'D': out += "[^0-9]"; break;
-        case 's': out += "[[:space:]]"; break;
-        case 'S': out += "[^[:space:]]"; break;
-        case 'w': out += "[[:alnum:]_]"; break;
-        case 'b': out += "\\b"; break;
-        default: out.push_back('\\'); out.push_back(next);
+        case 'd':
+          out += "[0-9]";
+          break;
+        case 'D':
+          out += "[^0-9]";
+          break;
+        case 's':
+          out += "[[:space:]]";
+          break;
+        case 'S':
+          out += "[^[:space:]]";
+          break;
+        case 'w':
+          out += "[[:alnum:]_]";
+          break;
+        case 'b':
+          out += "\\b";
+          break;
+        default:
+          out.push_back('\\');
+          out.push_back(next);
       }
       continue;
     }
@@ -55,15 +69,23 @@ std::string to_ere(const std::string& pattern) {
       while (j < pattern.size() && pattern[j] != ']') {
         if (pattern[j] == '\\' && j + 1 < pattern.size()) {
           const char e = pattern[j + 1];
-          if (e == 'd') inner += "0-9";
-          else if (e == 'w') inner += "[:alnum:]_";
-          else if (e == 's') inner += "[:space:]";
-          else if (e == 't') inner.push_back('\t');
-          else if (e == 'n' || e == 'r') {}
-          else if (e == ']') bracket = true;
-          else if (e == '^') caret = true;
-          else if (e == '-') dash = true;
-          else inner.push_back(e);
+          if (e == 'd')
+            inner += "0-9";
+          else if (e == 'w')
+            inner += "[:alnum:]_";
+          else if (e == 's')
+            inner += "[:space:]";
+          else if (e == 't')
+            inner.push_back('\t');
+          else if (e == 'n' || e == 'r') {
+          } else if (e == ']')
+            bracket = true;
+          else if (e == '^')
+            caret = true;
+          else if (e == '-')
+            dash = true;
+          else
+            inner.push_back(e);
           j += 2;
           continue;
         }
@@ -72,8 +94,7 @@ std::string to_ere(const std::string& pattern) {
       // An unescaped '-' that is not a range is literal too.
       std::string rest;
       for (std::size_t k = 0; k < inner.size(); ++k) {
-        const bool range = inner[k] == '-' && k > 0 && k + 1 < inner.size() &&
-                           inner[k - 1] != ':';
+        const bool range = inner[k] == '-' && k > 0 && k + 1 < inner.size() && inner[k - 1] != ':';
         if (inner[k] == '-' && !range) {
           dash = true;
         } else {
@@ -96,7 +117,8 @@ std::string to_ere(const std::string& pattern) {
       continue;
     }
     if ((c == '?' || c == '+' || c == '*') && !out.empty() && i > 0 &&
-        (pattern[i - 1] == '*' || pattern[i - 1] == '+' || pattern[i - 1] == '?' || pattern[i - 1] == '}')) {
+        (pattern[i - 1] == '*' || pattern[i - 1] == '+' || pattern[i - 1] == '?' ||
+         pattern[i - 1] == '}')) {
       continue;  // lazy quantifiers do not exist in ERE; the match set is the same
     }
     out.push_back(c);

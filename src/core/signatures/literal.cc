@@ -58,7 +58,8 @@ std::string required_literal(std::string_view pattern) {
       std::size_t j = i + 1;
       if (j < pattern.size() && pattern[j] == '^') ++j;
       if (j < pattern.size() && pattern[j] == ']') ++j;
-      while (j < pattern.size() && pattern[j] != ']') j += pattern[j] == '\\' ? std::size_t{2} : std::size_t{1};
+      while (j < pattern.size() && pattern[j] != ']')
+        j += pattern[j] == '\\' ? std::size_t{2} : std::size_t{1};
       i = j;
       end_run();
       continue;

@@ -35,7 +35,9 @@ std::string strip_terminal(std::string_view text) {
       i = j;
     } else if (i + 1 < text.size() && text[i + 1] == ']') {  // OSC: ends with BEL or ESC backslash
       std::size_t j = i + 2;
-      while (j < text.size() && text[j] != '\a' && !(text[j] == '\x1b' && j + 1 < text.size() && text[j + 1] == '\\')) ++j;
+      while (j < text.size() && text[j] != '\a' &&
+             !(text[j] == '\x1b' && j + 1 < text.size() && text[j + 1] == '\\'))
+        ++j;
       i = j < text.size() && text[j] == '\x1b' ? j + 1 : j;
     } else {
       ++i;  // a two-byte escape such as ESC ( B
@@ -49,20 +51,23 @@ std::string_view strip_prefixes(std::string_view text) {
   static const RE2 kPrefix(
       "^((?:\\s*(?:"
       R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d [\w.-]+ [\w./-]+(?:\[\d+\])?:\s)"  // journalctl -o short-iso
-      R"(|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z (?:\|\s*)?)"  // kubectl logs --timestamps: one space, indentation stays
+      R"(|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z (?:\|\s*)?)"  // kubectl logs --timestamps: one
+                                                                  // space, indentation stays
       R"(|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s*(?:\|\s*)?)"  // ISO
       R"(|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?: [\w.-]+ [\w./-]+(?:\[\d+\])?:)?\s)"  // syslog
-      R"(|\[\s*\d+\.\d+\]\s?)"                                   // dmesg
-      R"(|\[\d{4}-\d\d-\d\d[^\]]{0,40}\]\s*)"                  // [2024-05-01 ...]
-      R"(|\[(?:rank|default|RANK )?\d+\]:\s?)"                      // [rank3]:
-      R"(|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\|\s*)"       // LEVEL |
-      R"(|pod/[\w.-]+(?:/[\w.-]+)?\s+)"                             // kubectl logs --prefix (old)
-      R"(|\[pod/[\w.-]+/[\w.-]+\]\s+)"                            // kubectl logs --prefix
-      R"(|[\w.-]+-\w+\s+\|\s)"                                     // docker compose "name-1 | "
-      R"(|(?:stdout|stderr) [FP] )"                                  // CRI log file (/var/log/pods)
-      R"(|\{"log":")"                     // a docker json-file record cut short (not valid JSON)
-      R"(|\((?:[^\s=]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s|\(raylet(?:, ip=[\d.]+)?\)\s)"  // Ray "(Actor pid=1, ip=..) "
-      R"(|\d+:\s))"                                                  // srun -l "3: "
+      R"(|\[\s*\d+\.\d+\]\s?)"                                                         // dmesg
+      R"(|\[\d{4}-\d\d-\d\d[^\]]{0,40}\]\s*)"                   // [2024-05-01 ...]
+      R"(|\[(?:rank|default|RANK )?\d+\]:\s?)"                  // [rank3]:
+      R"(|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\|\s*)"  // LEVEL |
+      R"(|pod/[\w.-]+(?:/[\w.-]+)?\s+)"                         // kubectl logs --prefix (old)
+      R"(|\[pod/[\w.-]+/[\w.-]+\]\s+)"                          // kubectl logs --prefix
+      R"(|[\w.-]+-\w+\s+\|\s)"                                  // docker compose "name-1 | "
+      R"(|(?:stdout|stderr) [FP] )"                             // CRI log file (/var/log/pods)
+      R"(|\{"log":")"  // a docker json-file record cut short (not valid JSON)
+      R"(|\((?:[^\s=]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s|\(raylet(?:, ip=[\d.]+)?\)\s)"  // Ray "(Actor
+                                                                                     // pid=1,
+                                                                                     // ip=..) "
+      R"(|\d+:\s))"  // srun -l "3: "
       ")+)",
       RE2::Quiet);
   re2::StringPiece input(text.data(), text.size());
@@ -80,10 +85,14 @@ std::string printable_utf8(std::string_view text, std::size_t limit) {
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
     std::size_t length = 0;
-    if (c < 0x80) length = 1;
-    else if ((c & 0xE0) == 0xC0 && c >= 0xC2) length = 2;
-    else if ((c & 0xF0) == 0xE0) length = 3;
-    else if ((c & 0xF8) == 0xF0 && c <= 0xF4) length = 4;
+    if (c < 0x80)
+      length = 1;
+    else if ((c & 0xE0) == 0xC0 && c >= 0xC2)
+      length = 2;
+    else if ((c & 0xF0) == 0xE0)
+      length = 3;
+    else if ((c & 0xF8) == 0xF0 && c <= 0xF4)
+      length = 4;
     bool valid = length > 0 && i + length <= text.size();
     for (std::size_t k = 1; valid && k < length; ++k) {
       valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;

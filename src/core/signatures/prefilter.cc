@@ -9,7 +9,9 @@
 namespace headroom {
 
 LiteralPrefilter::LiteralPrefilter(std::vector<std::string> literals)
-    : literals_(std::move(literals)), bits_(std::size_t{1} << 10, 0), bucket_start_((1U << 16) + 1, 0) {
+    : literals_(std::move(literals)),
+      bits_(std::size_t{1} << 10, 0),
+      bucket_start_((1U << 16) + 1, 0) {
   stride_ = kMaxStride;
   for (const std::string& literal : literals_) {
     stride_ = std::min(stride_, literal.size() - kWindow + 1);
@@ -26,11 +28,13 @@ LiteralPrefilter::LiteralPrefilter(std::vector<std::string> literals)
       const std::uint32_t h = hash(literal.data() + offset);
       std::uint32_t window = 0;
       std::memcpy(&window, literal.data() + offset, sizeof window);
-      all.push_back({h, {window, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(offset)}});
+      all.push_back(
+          {h, {window, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(offset)}});
       bits_[h >> 6] |= std::uint64_t{1} << (h & 63);
     }
   }
-  std::stable_sort(all.begin(), all.end(), [](const Item& a, const Item& b) { return a.hash < b.hash; });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Item& a, const Item& b) { return a.hash < b.hash; });
   for (const Item& item : all) ++bucket_start_[item.hash + 1];
   for (std::size_t h = 1; h < bucket_start_.size(); ++h) bucket_start_[h] += bucket_start_[h - 1];
   entries_.reserve(all.size());

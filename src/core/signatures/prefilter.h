@@ -66,7 +66,6 @@ class LiteralPrefilter {
   static std::size_t count_newlines(const char* begin, const char* end);
 
  private:
-
   std::vector<std::string> literals_;
   std::vector<std::uint64_t> bits_;
   std::vector<std::uint32_t> bucket_start_;

@@ -5,11 +5,11 @@
 
 #include "core/signatures/reasoning.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace headroom {
 
@@ -21,9 +21,12 @@ constexpr double kSuggestive = 1;
 
 double weight(Strength strength) {
   switch (strength) {
-    case Strength::kDecisive: return kDecisive;
-    case Strength::kStrong: return kStrong;
-    case Strength::kSuggestive: return kSuggestive;
+    case Strength::kDecisive:
+      return kDecisive;
+    case Strength::kStrong:
+      return kStrong;
+    case Strength::kSuggestive:
+      return kSuggestive;
   }
   return kSuggestive;
 }
@@ -35,7 +38,8 @@ std::string first_sentence(const std::string& text) {
 }
 
 bool is_kill_signal(std::string_view signal) {
-  return signal == "Killed" || signal == "SIGKILL" || signal == "9" || signal == "-9" || signal == "KILL";
+  return signal == "Killed" || signal == "SIGKILL" || signal == "9" || signal == "-9" ||
+         signal == "KILL";
 }
 
 struct Building {
@@ -55,11 +59,12 @@ struct Building {
 void lead_past_wrappers(std::vector<Building>& ranked) {
   if (ranked.size() < 2 || ranked[0].decisive) return;
   const std::string& top = ranked[0].candidate.cause;
-  const char* why = top == "nccl_network"   ? "the NCCL timeouts and lost connections in the log follow from this: "
-                                              "the other ranks wait for (or lose) the process that died."
-                    : top == "dataset_code" ? "the exception re-raised from the DataLoader worker is this error, "
-                                              "not a bug in the dataset code."
-                                            : nullptr;
+  const char* why =
+      top == "nccl_network" ? "the NCCL timeouts and lost connections in the log follow from this: "
+                              "the other ranks wait for (or lose) the process that died."
+      : top == "dataset_code" ? "the exception re-raised from the DataLoader worker is this error, "
+                                "not a bug in the dataset code."
+                              : nullptr;
   if (why == nullptr) return;
   const auto first = std::find_if(ranked.begin() + 1, ranked.end(), [](const Building& b) {
     const std::string& cause = b.candidate.cause;
@@ -74,13 +79,16 @@ void lead_past_wrappers(std::vector<Building>& ranked) {
 }  // namespace
 
 std::string cause_for_path(std::string_view path, std::string_view fallback) {
-  const auto starts = [&](std::string_view prefix) { return path.substr(0, prefix.size()) == prefix; };
+  const auto starts = [&](std::string_view prefix) {
+    return path.substr(0, prefix.size()) == prefix;
+  };
   if (starts("/dev/shm") || starts("/torch_") || starts("/nccl-") || starts("/psm_") ||
       starts("/run/shm")) {
     return "shm_too_small";
   }
   if (starts("/tmp") || starts("/var/tmp") || starts("/usr/tmp") ||
-      path.find("/pymp-") != std::string_view::npos || path.find("listener-") != std::string_view::npos) {
+      path.find("/pymp-") != std::string_view::npos ||
+      path.find("listener-") != std::string_view::npos) {
     return "tmp_full";
   }
   return std::string(fallback);
@@ -89,10 +97,11 @@ std::string cause_for_path(std::string_view path, std::string_view fallback) {
 Diagnosis reason(const Catalog& catalog, Observations observations) {
   std::map<std::string, Building> causes;
   // Signatures in the order they first matched, so reasoning reads like the log.
-  std::vector<std::pair<std::pair<std::size_t, std::string>, HitSummary>> hits(observations.hits.begin(),
-                                                                                observations.hits.end());
-  std::sort(hits.begin(), hits.end(),
-            [](const auto& a, const auto& b) { return a.second.first_order < b.second.first_order; });
+  std::vector<std::pair<std::pair<std::size_t, std::string>, HitSummary>> hits(
+      observations.hits.begin(), observations.hits.end());
+  std::sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) {
+    return a.second.first_order < b.second.first_order;
+  });
   for (const auto& [key, hit] : hits) {
     const Signature& signature = catalog.signatures[key.first];
     Building& building = causes[key.second];
@@ -102,9 +111,10 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     building.decisive = building.decisive || signature.strength == Strength::kDecisive;
     building.first_order = std::min(building.first_order, hit.first_order);
     building.candidate.signatures.push_back(signature.id);
-    building.candidate.reasoning.push_back(fmt::format(
-        "{}{} ({}, {}): {}", hit.first_reference, hit.count > 1 ? fmt::format(" and {} more", hit.count - 1) : "",
-        signature.id, to_string(signature.strength), first_sentence(signature.explanation)));
+    building.candidate.reasoning.push_back(
+        fmt::format("{}{} ({}, {}): {}", hit.first_reference,
+                    hit.count > 1 ? fmt::format(" and {} more", hit.count - 1) : "", signature.id,
+                    to_string(signature.strength), first_sentence(signature.explanation)));
   }
 
   // A process the job saw die of SIGKILL, whose pid a kernel or userspace OOM killer named.
@@ -123,8 +133,9 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
           pid, reference));
     }
   }
-  const bool killed_by_sigkill = std::any_of(observations.signalled_pids.begin(), observations.signalled_pids.end(),
-                                             [](const auto& item) { return is_kill_signal(item.second); });
+  const bool killed_by_sigkill =
+      std::any_of(observations.signalled_pids.begin(), observations.signalled_pids.end(),
+                  [](const auto& item) { return is_kill_signal(item.second); });
   if (correlated.empty() && killed_by_sigkill && !observations.killed_pids.empty()) {
     Building& building = causes["host_oom"];
     building.candidate.score += kStrong;
@@ -144,9 +155,12 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     building.candidate.reasoning.push_back(why);
   };
   if (signal == 9 || exit_code == 137) {
-    add_exit("host_oom", "the job ended by SIGKILL (exit status 137), the signal of the kernel OOM killer.");
+    add_exit("host_oom",
+             "the job ended by SIGKILL (exit status 137), the signal of the kernel OOM killer.");
   } else if (signal == 7 || exit_code == 135) {
-    add_exit("shm_too_small", "the job ended by SIGBUS (exit status 135), what touching a page of a full /dev/shm raises.");
+    add_exit("shm_too_small",
+             "the job ended by SIGBUS (exit status 135), what touching a page of a full /dev/shm "
+             "raises.");
   }
 
   Diagnosis diagnosis;
@@ -154,11 +168,12 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
   for (auto& [cause, building] : causes) {
     building.candidate.cause = cause;
     // Repetition adds a little, never enough to beat a stronger signature.
-    building.candidate.score += std::min<double>(static_cast<double>(building.candidate.matches), 50) * 0.01;
+    building.candidate.score +=
+        std::min<double>(static_cast<double>(building.candidate.matches), 50) * 0.01;
     const double score = building.candidate.score;
     building.candidate.confidence = building.decisive || score >= kDecisive ? Confidence::kHigh
-                                    : score >= kStrong                     ? Confidence::kMedium
-                                                                           : Confidence::kLow;
+                                    : score >= kStrong                      ? Confidence::kMedium
+                                                                            : Confidence::kLow;
     ranked.push_back(std::move(building));
   }
   std::sort(ranked.begin(), ranked.end(), [](const Building& a, const Building& b) {
@@ -170,9 +185,10 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
       ranked[1].candidate.confidence == Confidence::kHigh &&
       ranked[1].candidate.score * 2 > ranked[0].candidate.score) {
     ranked[0].candidate.confidence = Confidence::kMedium;
-    ranked[0].candidate.reasoning.push_back(fmt::format(
-        "other lines point as strongly to {}: both are listed; the host checks can tell them apart.",
-        ranked[1].candidate.cause));
+    ranked[0].candidate.reasoning.push_back(
+        fmt::format("other lines point as strongly to {}: both are listed; the host checks can "
+                    "tell them apart.",
+                    ranked[1].candidate.cause));
   }
   for (Building& building : ranked) diagnosis.candidates.push_back(std::move(building.candidate));
 
@@ -180,9 +196,10 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     // A suggestive signature's remedies are what to look at next; once a
     // stronger line names the cause they would only distract.
     const auto is_firm = [&](const std::string& id) {
-      return std::any_of(catalog.signatures.begin(), catalog.signatures.end(), [&](const Signature& signature) {
-        return signature.id == id && signature.strength != Strength::kSuggestive;
-      });
+      return std::any_of(catalog.signatures.begin(), catalog.signatures.end(),
+                         [&](const Signature& signature) {
+                           return signature.id == id && signature.strength != Strength::kSuggestive;
+                         });
     };
     const bool firm = std::any_of(verdict->signatures.begin(), verdict->signatures.end(), is_firm);
     for (const std::string& id : verdict->signatures) {
@@ -190,12 +207,13 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
         if (signature.id != id) continue;
         if (firm && signature.strength == Strength::kSuggestive) continue;
         if (!signature.explanation.empty() &&
-            std::find(diagnosis.explanations.begin(), diagnosis.explanations.end(), signature.explanation) ==
-                diagnosis.explanations.end()) {
+            std::find(diagnosis.explanations.begin(), diagnosis.explanations.end(),
+                      signature.explanation) == diagnosis.explanations.end()) {
           diagnosis.explanations.push_back(signature.explanation);
         }
         for (const std::string& remedy : signature.remedies) {
-          if (std::find(diagnosis.remedies.begin(), diagnosis.remedies.end(), remedy) == diagnosis.remedies.end()) {
+          if (std::find(diagnosis.remedies.begin(), diagnosis.remedies.end(), remedy) ==
+              diagnosis.remedies.end()) {
             diagnosis.remedies.push_back(remedy);
           }
         }
@@ -213,9 +231,12 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
 
 std::string_view to_string(Confidence confidence) {
   switch (confidence) {
-    case Confidence::kLow: return "low";
-    case Confidence::kMedium: return "medium";
-    case Confidence::kHigh: return "high";
+    case Confidence::kLow:
+      return "low";
+    case Confidence::kMedium:
+      return "medium";
+    case Confidence::kHigh:
+      return "high";
   }
   return "low";
 }

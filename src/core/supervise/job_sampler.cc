@@ -1,11 +1,10 @@
 #include "core/supervise/job_sampler.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 #include "core/supervise/signal_names.h"
 #include "core/units.h"
@@ -25,7 +24,8 @@ Context job_context(const Context& context, pid_t main_pid) {
 
 std::size_t timeline_capacity(const SupervisorOptions& options) {
   const auto interval = std::max<std::int64_t>(options.interval.count(), 1);
-  return static_cast<std::size_t>(std::max<std::int64_t>(options.timeline_window.count() / interval, 8));
+  return static_cast<std::size_t>(
+      std::max<std::int64_t>(options.timeline_window.count() / interval, 8));
 }
 
 bool about_to_run_out(const AlertEvent& event) {
@@ -106,7 +106,8 @@ void JobSampler::check_on_critical(const std::vector<AlertEvent>& events) {
     on_critical_ = fmt::format("{}: {}", event.rule, event.summary);
     if (hooks_.on_notice) {
       hooks_.on_notice(fmt::format("sent {} to the job (pid {}): {}",
-                                   signal_name(*options_.on_critical_signal), main_pid_, event.summary));
+                                   signal_name(*options_.on_critical_signal), main_pid_,
+                                   event.summary));
     }
     return;
   }

@@ -23,8 +23,8 @@ namespace headroom {
 /// Starts on construction, stops in stop().
 class JobSampler {
  public:
-  JobSampler(const Context& context, const SupervisorOptions& options,
-             const SupervisorHooks& hooks, pid_t main_pid, const OutputRing& output);
+  JobSampler(const Context& context, const SupervisorOptions& options, const SupervisorHooks& hooks,
+             pid_t main_pid, const OutputRing& output);
   ~JobSampler();
   JobSampler(const JobSampler&) = delete;
   JobSampler& operator=(const JobSampler&) = delete;
@@ -54,9 +54,9 @@ class JobSampler {
   std::optional<std::string> on_critical_;
   std::optional<Stall> stall_;
   // The stall rule's view of the output (sampler thread only).
-  std::uint64_t output_seen_ = 0;  ///< ring byte count at the last tick
+  std::uint64_t output_seen_ = 0;                       ///< ring byte count at the last tick
   std::chrono::system_clock::time_point output_moved_;  ///< when that count last changed
-  std::optional<bool> quiet_tail_enospc_;  ///< scanned once per quiet period
+  std::optional<bool> quiet_tail_enospc_;               ///< scanned once per quiet period
   std::vector<std::string> unreadable_;
   std::thread thread_;
 };

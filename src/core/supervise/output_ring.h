@@ -40,7 +40,7 @@ class OutputRing {
 
  private:
   [[nodiscard]] std::string copy_newest(std::size_t count) const;  // lock held
-  void advance(std::size_t count);                                  // lock held
+  void advance(std::size_t count);                                 // lock held
 
   mutable std::mutex mutex_;
   std::vector<char> buffer_;

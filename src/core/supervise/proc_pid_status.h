@@ -22,8 +22,8 @@ struct ProcStatus {
   std::string name;  ///< comm, at most 15 bytes
   pid_t pid = 0;
   pid_t ppid = 0;
-  uid_t uid = 0;  ///< real uid
-  std::uint64_t rss_bytes = 0;  ///< VmRSS
+  uid_t uid = 0;                                 ///< real uid
+  std::uint64_t rss_bytes = 0;                   ///< VmRSS
   std::optional<std::uint64_t> rss_shmem_bytes;  ///< RssShmem, absent before 4.5
   std::uint64_t threads = 0;
 };

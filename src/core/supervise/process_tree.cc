@@ -57,7 +57,8 @@ ProcessIdentity ProcessTreeSampler::identify(const ProcStatus& status) {
   identity.pid = status.pid;
   identity.ppid = status.ppid;
   identity.name = status.name;
-  if (auto cmdline = read_proc_cmdline(context_, status.pid)) identity.cmdline = std::move(*cmdline);
+  if (auto cmdline = read_proc_cmdline(context_, status.pid))
+    identity.cmdline = std::move(*cmdline);
   if (auto env = read_proc_environ(context_, status.pid, {"RANK", "LOCAL_RANK"})) {
     identity.rank = to_int(*env, "RANK");
     identity.local_rank = to_int(*env, "LOCAL_RANK");
@@ -72,7 +73,8 @@ ProcessIdentity ProcessTreeSampler::identify(const ProcStatus& status) {
 
 TreeSample ProcessTreeSampler::sample() {
   TreeSample tree;
-  tree.time = context_.syscalls != nullptr ? context_.syscalls->now() : std::chrono::system_clock::now();
+  tree.time =
+      context_.syscalls != nullptr ? context_.syscalls->now() : std::chrono::system_clock::now();
   // Read every process's status once, then keep the descendants of the ancestor.
   std::map<pid_t, ProcStatus> statuses;
   for (const pid_t pid : list_pids(context_)) {
@@ -83,7 +85,8 @@ TreeSample ProcessTreeSampler::sample() {
   while (grew) {  // parents first: a few passes cover any depth
     grew = false;
     for (const auto& [pid, status] : statuses) {
-      if (in_tree.count(pid) == 0 && (status.ppid == ancestor_ || in_tree.count(status.ppid) != 0)) {
+      if (in_tree.count(pid) == 0 &&
+          (status.ppid == ancestor_ || in_tree.count(status.ppid) != 0)) {
         in_tree.insert(pid);
         grew = true;
       }
@@ -106,7 +109,8 @@ TreeSample ProcessTreeSampler::sample() {
     process.fd_limit = fd_limits_[identity.pid];
     tree.rss_bytes += process.rss_bytes;
     tree.shmem_bytes += process.shmem_bytes.value_or(0);
-    if (seen_.size() < kMaxRemembered || seen_.count(identity.pid) != 0) seen_[identity.pid] = identity;
+    if (seen_.size() < kMaxRemembered || seen_.count(identity.pid) != 0)
+      seen_[identity.pid] = identity;
     process.identity = std::move(identity);
     tree.processes.push_back(std::move(process));
   }

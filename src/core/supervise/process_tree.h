@@ -34,7 +34,8 @@ struct TreeSample {
   std::vector<ProcessSample> processes;
   std::uint64_t rss_bytes = 0;    ///< sum over the tree (shared pages counted per process)
   std::uint64_t shmem_bytes = 0;  ///< sum of RssShmem
-  std::vector<std::string> unreadable;  ///< what could not be read, e.g. "4242/fd: Permission denied"
+  std::vector<std::string>
+      unreadable;  ///< what could not be read, e.g. "4242/fd: Permission denied"
 };
 
 /// Samples the descendants of one process and remembers every process it saw,

@@ -55,16 +55,15 @@ void classify_roles(std::vector<ProcessIdentity>& processes, pid_t main_pid) {
     depth[process.pid] = depth_of(process);
     ordered.push_back(&process);
   }
-  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) {
-    return depth[a->pid] < depth[b->pid];
-  });
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [&](const auto* a, const auto* b) { return depth[a->pid] < depth[b->pid]; });
 
   for (ProcessIdentity* process : ordered) {
     const auto parent_found = by_pid.find(process->ppid);
     const ProcessIdentity* parent = parent_found == by_pid.end() ? nullptr : parent_found->second;
-    const bool rank_changed = process->rank.has_value() &&
-                              (parent == nullptr || parent->rank != process->rank ||
-                               parent->role == ProcessRole::kOther);
+    const bool rank_changed =
+        process->rank.has_value() &&
+        (parent == nullptr || parent->rank != process->rank || parent->role == ProcessRole::kOther);
     process->worker_of_rank.reset();
     if (is_shm_manager(*process)) {
       process->role = ProcessRole::kShmManager;
@@ -94,8 +93,9 @@ std::string describe_role(const ProcessIdentity& process) {
     case ProcessRole::kRank:
       return "rank " + std::to_string(process.rank.value_or(-1));
     case ProcessRole::kDataLoaderWorker:
-      return process.worker_of_rank ? "DataLoader worker of rank " + std::to_string(*process.worker_of_rank)
-                                    : "DataLoader worker";
+      return process.worker_of_rank
+                 ? "DataLoader worker of rank " + std::to_string(*process.worker_of_rank)
+                 : "DataLoader worker";
     case ProcessRole::kShmManager:
       return "torch_shm_manager";
     case ProcessRole::kOther:

@@ -36,7 +36,8 @@ void classify_roles(std::vector<ProcessIdentity>& processes, pid_t main_pid);
 /// "main", "rank 3", "DataLoader worker", "DataLoader worker of rank 1",
 /// "torch_shm_manager", "process".
 [[nodiscard]] std::string describe_role(const ProcessIdentity& process);
-/// The stable JSON name of a role: "main", "rank", "dataloader_worker", "torch_shm_manager", "other".
+/// The stable JSON name of a role: "main", "rank", "dataloader_worker", "torch_shm_manager",
+/// "other".
 [[nodiscard]] std::string_view role_id(ProcessRole role);
 
 }  // namespace headroom

@@ -1,12 +1,11 @@
 #include "core/supervise/signal_names.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <string.h>
 
 #include <cctype>
 #include <charconv>
-
-#include <fmt/format.h>
 
 namespace headroom {
 

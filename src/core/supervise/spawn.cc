@@ -72,7 +72,8 @@ Result<Pty> make_pty() {
         modes.c_oflag &= ~static_cast<tcflag_t>(OPOST);
         (void)::tcsetattr(slave, TCSANOW, &modes);
         struct winsize size {};
-        if (::ioctl(options.terminal_fd, TIOCGWINSZ, &size) == 0) (void)::ioctl(slave, TIOCSWINSZ, &size);
+        if (::ioctl(options.terminal_fd, TIOCGWINSZ, &size) == 0)
+          (void)::ioctl(slave, TIOCSWINSZ, &size);
       } else if (::tcgetattr(slave, &modes) == 0) {
         modes.c_oflag &= ~static_cast<tcflag_t>(OPOST);
         (void)::tcsetattr(slave, TCSANOW, &modes);

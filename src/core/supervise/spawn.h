@@ -36,11 +36,11 @@ struct SpawnOptions {
 
 /// A started job.
 struct SpawnedJob {
-  pid_t pid = -1;        ///< also its process group id
+  pid_t pid = -1;  ///< also its process group id
   CaptureMode mode = CaptureMode::kPipe;
-  int stdout_fd = -1;    ///< read end for the job's stdout (pipe or pty master)
-  int stderr_fd = -1;    ///< read end for its stderr; -1 when it shares the pty with stdout
-  int pty_master = -1;   ///< the pty master, when mode is kTerminal
+  int stdout_fd = -1;       ///< read end for the job's stdout (pipe or pty master)
+  int stderr_fd = -1;       ///< read end for its stderr; -1 when it shares the pty with stdout
+  int pty_master = -1;      ///< the pty master, when mode is kTerminal
   bool foreground = false;  ///< the job's group was made the terminal's foreground group
 };
 

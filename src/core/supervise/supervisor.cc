@@ -141,8 +141,8 @@ int exit_code_of(int wait_status) {
 }
 
 bool mentions_enospc(std::string_view text) {
-  static constexpr std::string_view kMarkers[] = {"No space left on device", "[Errno 28]",
-                                                  "ENOSPC", "file write failed"};
+  static constexpr std::string_view kMarkers[] = {"No space left on device", "[Errno 28]", "ENOSPC",
+                                                  "file write failed"};
   return std::any_of(std::begin(kMarkers), std::end(kMarkers), [&](std::string_view marker) {
     return text.find(marker) != std::string_view::npos;
   });
@@ -175,8 +175,8 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   OutputRing ring(options.ring_bytes);
   JobSampler sampler(context, options, hooks, job.pid, ring);
 
-  std::array<Stream, 2> streams{{{job.stdout_fd, options.stdout_fd, false},
-                                 {job.stderr_fd, options.stderr_fd, false}}};
+  std::array<Stream, 2> streams{
+      {{job.stdout_fd, options.stdout_fd, false}, {job.stderr_fd, options.stderr_fd, false}}};
   for (Stream& stream : streams) {
     if (stream.source >= 0) (void)::fcntl(stream.source, F_SETFL, O_NONBLOCK);
     if (!log) try_zero_copy(stream);
@@ -211,7 +211,8 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   // Reads one chunk and passes it on; false when nothing was read. The hot
   // path: read, write, memcpy into the ring. Nothing else looks at the bytes here.
   const auto pump_spliced = [&](Stream& stream) {
-    const ssize_t got = ::tee(stream.source, stream.side_write, buffer.size() * 4, SPLICE_F_NONBLOCK);
+    const ssize_t got =
+        ::tee(stream.source, stream.side_write, buffer.size() * 4, SPLICE_F_NONBLOCK);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
     if (got <= 0) {  // EOF (or tee refused: the read path below sees the same)
       if (got < 0) close_side(stream);
@@ -275,7 +276,8 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       const bool outputs_open = signal_slot > 0;
       if ((!outputs_open && !children_left) || std::chrono::steady_clock::now() >= deadline) break;
       timeout = static_cast<int>(std::max<std::int64_t>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                   std::chrono::steady_clock::now())
                  .count()));
       if (!outputs_open) timeout = std::min(timeout, 50);  // poll for the last orphans
     }

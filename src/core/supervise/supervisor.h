@@ -32,8 +32,8 @@ namespace headroom {
 /// How to supervise.
 struct SupervisorOptions {
   SpawnOptions spawn;
-  int stdout_fd = 1;  ///< where the job's stdout goes
-  int stderr_fd = 2;  ///< where its stderr goes
+  int stdout_fd = 1;                  ///< where the job's stdout goes
+  int stderr_fd = 2;                  ///< where its stderr goes
   std::size_t ring_bytes = 4u << 20;  ///< output kept for the post-mortem
   std::optional<RotatingLogOptions> log;
   std::chrono::milliseconds interval{1000};
@@ -92,7 +92,7 @@ struct SupervisionResult {
   std::string output_tail;
   std::uint64_t output_bytes = 0;
   std::optional<RotatingLogStats> log;
-  std::vector<pid_t> left_running;  ///< processes of the job still alive when headroom returned
+  std::vector<pid_t> left_running;      ///< processes of the job still alive when headroom returned
   std::vector<std::string> unreadable;  ///< what sampling could not see (deduplicated)
 };
 

@@ -1,8 +1,8 @@
 #include "core/alerts/rules.h"
 
-#include <functional>
-
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "core/alerts/watcher.h"
 
@@ -75,17 +75,25 @@ struct EtaCase {
 
 TEST(AlertEngine, FillEtaTable) {
   const EtaCase cases[] = {
-      {"steady fill then freed", [](int i) -> std::uint64_t {
-         return i < 40 ? kTotal - 2000 * std::uint64_t(i) : kTotal; },
-       80, {1, 0, 1}},
+      {"steady fill then freed",
+       [](int i) -> std::uint64_t { return i < 40 ? kTotal - 2000 * std::uint64_t(i) : kTotal; },
+       80,
+       {1, 0, 1}},
       {"flat never fires", [](int) -> std::uint64_t { return 50'000; }, 60, {0, 0, 0}},
       {"slow fill beyond horizon never fires",
-       [](int i) -> std::uint64_t { return kTotal - std::uint64_t(i); }, 60, {0, 0, 0}},
-      {"bursty writes fire once and do not flap", [](int i) -> std::uint64_t {
-         return kTotal - 8000 * std::uint64_t(i / 4); }, 40, {1, 0, 0}},
-      {"bursty writes then freed resolve once", [](int i) -> std::uint64_t {
-         return i < 40 ? kTotal - 8000 * std::uint64_t(i / 4) % kTotal : kTotal; },
-       90, {1, 0, 1}},
+       [](int i) -> std::uint64_t { return kTotal - std::uint64_t(i); },
+       60,
+       {0, 0, 0}},
+      {"bursty writes fire once and do not flap",
+       [](int i) -> std::uint64_t { return kTotal - 8000 * std::uint64_t(i / 4); },
+       40,
+       {1, 0, 0}},
+      {"bursty writes then freed resolve once",
+       [](int i) -> std::uint64_t {
+         return i < 40 ? kTotal - 8000 * std::uint64_t(i / 4) % kTotal : kTotal;
+       },
+       90,
+       {1, 0, 1}},
   };
   for (const EtaCase& test : cases) {
     const Counts counts = run(test.series, test.count, "filesystem_fill_eta", horizon(300));
@@ -105,8 +113,7 @@ TEST(AlertEngine, UsageHysteresisDoesNotFlapAroundTheThreshold) {
   const Counts counts = run(series, 40, "filesystem_usage", horizon(1), 1.0, Severity::kWarn);
   EXPECT_EQ(counts.firing, 1);
   EXPECT_EQ(counts.resolved, 1);
-  const Counts critical =
-      run(series, 40, "filesystem_usage", horizon(1), 1.0, Severity::kCritical);
+  const Counts critical = run(series, 40, "filesystem_usage", horizon(1), 1.0, Severity::kCritical);
   EXPECT_EQ(critical.firing, 0);
 }
 

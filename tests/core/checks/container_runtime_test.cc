@@ -6,8 +6,8 @@
 namespace headroom {
 namespace {
 
-using testing::fixture_context;
 using testing::FakeSyscalls;
+using testing::fixture_context;
 
 Finding run(const Context& context) {
   const Runtime runtime = detect_runtime(context);
@@ -24,7 +24,8 @@ TEST(ContainerRuntime, ThisVmIsABareHostDespiteDockerenv) {
   EXPECT_EQ(testing::evidence_text(finding, "runtime"), "host");
   EXPECT_EQ(testing::evidence_text(finding, "remedy_dialect"), "host");
   EXPECT_EQ(testing::evidence_text(finding, "ipc_host"), "yes");
-  EXPECT_NE(testing::evidence_text(finding, "discounted_signs").find("/.dockerenv"), std::string::npos);
+  EXPECT_NE(testing::evidence_text(finding, "discounted_signs").find("/.dockerenv"),
+            std::string::npos);
   EXPECT_NE(finding.summary.find("bare host"), std::string::npos) << finding.summary;
 }
 

@@ -42,7 +42,8 @@ TEST(CheckDiskSpace, RoomyFilesystemIsOkAndNamesTheMount) {
   EXPECT_EQ(finding.id, "disk.space");
   EXPECT_EQ(finding.subject, "/mnt/ckpt");
   EXPECT_EQ(finding.severity, Severity::kOk);
-  EXPECT_EQ(finding.summary, "/mnt/ckpt: 60.0 MiB free of 64.0 MiB (6.2% used) on /mnt/ckpt (tmpfs)");
+  EXPECT_EQ(finding.summary,
+            "/mnt/ckpt: 60.0 MiB free of 64.0 MiB (6.2% used) on /mnt/ckpt (tmpfs)");
   EXPECT_EQ(evidence_text(finding, "fstype"), "tmpfs");
   EXPECT_EQ(evidence_text(finding, "read_only"), "no");
   EXPECT_TRUE(finding.remedy.empty());
@@ -51,7 +52,7 @@ TEST(CheckDiskSpace, RoomyFilesystemIsOkAndNamesTheMount) {
 TEST(CheckDiskSpace, UsePercentCrossesWarnThenCritical) {
   DiskRun job;
   EXPECT_EQ(job.run(fs_stats(64 * kMiB, 8 * kMiB)).severity, Severity::kWarn);  // 87.5%
-  const Finding critical = job.run(fs_stats(64 * kMiB, 2 * kMiB));               // 96.9%
+  const Finding critical = job.run(fs_stats(64 * kMiB, 2 * kMiB));              // 96.9%
   EXPECT_EQ(critical.severity, Severity::kCritical);
   EXPECT_NE(critical.summary.find("96.9% used, only 2.0 MiB free"), std::string::npos)
       << critical.summary;

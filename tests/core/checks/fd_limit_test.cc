@@ -1,8 +1,8 @@
 // fd.limit and fd.system on recorded trees: fd_limit_256 (ulimit -Sn 256,
 // hard 20000) and bare_host (20000/20000, file-nr 1958 of 2466177).
-#include <fstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "core/checks/check.h"
 #include "core/scratch_root.h"
@@ -56,8 +56,8 @@ TEST(CheckFdLimit, LimitBelowTheEstimateIsCritical) {
             std::string::npos)
       << limit.summary;
   EXPECT_NE(joined(run(fixture_context("fd_limit_256", syscalls), options, RuntimeKind::kDocker)
-                        .front()
-                        .remedy)
+                       .front()
+                       .remedy)
                 .find("docker run --ulimit nofile=65536:65536"),
             std::string::npos);
 }

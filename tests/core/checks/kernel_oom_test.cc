@@ -6,8 +6,8 @@
 namespace headroom {
 namespace {
 
-using testing::fixture_context;
 using testing::FakeSyscalls;
+using testing::fixture_context;
 
 Finding run(const Context& context) {
   const Runtime runtime;
@@ -26,8 +26,9 @@ TEST(KernelOom, RecentMemcgKillWarnsOlderHostKillIsOnlyCounted) {
   EXPECT_EQ(testing::evidence_text(finding, "last_kill_pid"), "48211");
   EXPECT_EQ(testing::evidence_text(finding, "last_kill_comm"), "pt_main_thread");
   EXPECT_EQ(testing::evidence_text(finding, "last_kill_constraint"), "memcg");
-  EXPECT_NE(finding.summary.find("pt_main_thread (pid 48211) in memory cgroup /system.slice/docker-"),
-            std::string::npos)
+  EXPECT_NE(
+      finding.summary.find("pt_main_thread (pid 48211) in memory cgroup /system.slice/docker-"),
+      std::string::npos)
       << finding.summary;
   EXPECT_NE(finding.summary.find("2h 0m ago"), std::string::npos) << finding.summary;
 }

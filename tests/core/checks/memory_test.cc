@@ -8,8 +8,8 @@
 namespace headroom {
 namespace {
 
-using testing::fixture_context;
 using testing::FakeSyscalls;
+using testing::fixture_context;
 
 Finding find(const std::vector<Finding>& findings, std::string_view id) {
   for (const Finding& finding : findings) {
@@ -103,7 +103,7 @@ TEST(MemoryCgroup, KubernetesEmptyDirShmCountsAgainstTheLimit) {
   FakeSyscalls syscalls;
   CheckOptions options;
   options.workers = 4;
-  options.worker_rss = 512ULL << 20;  // 5 x 512 MiB = 2.5 GiB: fits 3.25 GiB alone
+  options.worker_rss = 512ULL << 20;   // 5 x 512 MiB = 2.5 GiB: fits 3.25 GiB alone
   options.batch_bytes = 128ULL << 20;  // + 4 x 2 x 128 MiB = 1 GiB of /dev/shm: does not
   const Finding& cgroup =
       find(run(fixture_context("k8s_emptydir_memory", syscalls), options), "memory.cgroup");

@@ -60,8 +60,9 @@ TEST(CheckPidsLimit, WithinTwiceTheNeedWarns) {
   const Finding finding = run("pids_docker_v1", 8);  // 4 + 8 + 4 + 24 = 40; 80 > 52
   EXPECT_EQ(finding.severity, Severity::kWarn) << finding.summary;
   EXPECT_EQ(evidence_text(finding, "estimated_tasks"), "40");
-  EXPECT_NE(joined(finding.remedy).find("TasksMax=4096 (or infinity) in the job's systemd unit or slice, "
-                                        "or echo 4096 > /sys/fs/cgroup/pids/pids.max"),
+  EXPECT_NE(joined(finding.remedy)
+                .find("TasksMax=4096 (or infinity) in the job's systemd unit or slice, "
+                      "or echo 4096 > /sys/fs/cgroup/pids/pids.max"),
             std::string::npos)
       << joined(finding.remedy);
 }
@@ -81,8 +82,7 @@ TEST(CheckPidsLimit, UserProcessLimitCountsTheUsersOtherTasks) {
   EXPECT_EQ(evidence_text(finding, "user_tasks"), "180");
   EXPECT_EQ(evidence_text(finding, "room_left"), "20");
   EXPECT_EQ(evidence_text(finding, "intra_op_threads_source"), "Cpus_allowed_list");
-  EXPECT_EQ(evidence_text(finding, "pids_max_set_by"),
-            "/sys/fs/cgroup/user.slice/user-1000.slice");
+  EXPECT_EQ(evidence_text(finding, "pids_max_set_by"), "/sys/fs/cgroup/user.slice/user-1000.slice");
   EXPECT_NE(joined(finding.remedy).find("ulimit -u 4096"), std::string::npos)
       << joined(finding.remedy);
 }

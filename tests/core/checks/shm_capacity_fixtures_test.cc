@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "core/checks/check.h"
-#include "core/units.h"
 #include "core/fixture_context.h"
+#include "core/units.h"
 
 namespace headroom {
 namespace {
 
+using testing::FakeSyscalls;
 using testing::fixture_context;
 using testing::fixture_path;
-using testing::FakeSyscalls;
 
 Finding run(std::string_view scenario, std::uint64_t shm_bytes, const CheckOptions& options) {
   FakeSyscalls syscalls;
@@ -45,7 +45,8 @@ CheckOptions job() {
 TEST(ShmCapacityFixtures, DockerDefaultIsCriticalWithShmSize) {
   const Finding finding = run("docker_64m_shm", 64 * kMiB, job());
   EXPECT_EQ(finding.severity, Severity::kCritical) << finding.summary;
-  EXPECT_NE(remedies(finding).find("docker run --shm-size="), std::string::npos) << remedies(finding);
+  EXPECT_NE(remedies(finding).find("docker run --shm-size="), std::string::npos)
+      << remedies(finding);
 }
 
 TEST(ShmCapacityFixtures, KubernetesWithoutVolumeGetsEmptyDirRemedy) {

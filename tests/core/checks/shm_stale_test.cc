@@ -3,12 +3,11 @@
 // map of a file already unlinked; four files nobody holds are stale; one SysV
 // segment has no attachments. statvfs comes from the fake to drive severity.
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <map>
 #include <variant>
-
-#include <gtest/gtest.h>
 
 #include "core/checks/check.h"
 #include "core/fixture_context.h"
@@ -19,13 +18,14 @@ namespace headroom {
 namespace {
 
 using testing::evidence_text;
+using testing::FakeSyscalls;
 using testing::fixture_context;
 using testing::fixture_path;
-using testing::FakeSyscalls;
 
 constexpr std::string_view kScenario = "shm_stale_mixed";
 
-// What a stale file takes from the tmpfs, from the fixture itself (block sizes differ by filesystem).
+// What a stale file takes from the tmpfs, from the fixture itself (block sizes differ by
+// filesystem).
 std::uint64_t allocated(std::string_view name) {
   struct stat info {};
   const auto path = fixture_path(kScenario) / "dev/shm" / std::string(name);
@@ -82,7 +82,8 @@ TEST(ShmSurvey, HoldersComeFromFdsMapsAfterCloseAndNotFromNames) {
   EXPECT_TRUE(holders["nccl-a1b2c3"].empty());
   ASSERT_EQ(survey->unlinked.size(), 1U);
   EXPECT_EQ(survey->unlinked[0].path, "/dev/shm/torch_4101_2222222_3");
-  EXPECT_EQ(survey->unlinked[0].size_bytes, 2 * kMiB);  // the mapped length (no map_files in a tree)
+  EXPECT_EQ(survey->unlinked[0].size_bytes,
+            2 * kMiB);  // the mapped length (no map_files in a tree)
   EXPECT_EQ(survey->unlinked[0].holders, (std::vector<int>{4101}));
   EXPECT_EQ(survey->index.processes_scanned(), 3U);
   EXPECT_TRUE(survey->index.unreadable_pids().empty());
@@ -93,7 +94,8 @@ TEST(CheckShmStale, CountsStaleFilesSysvAndUnlinkedBytes) {
   EXPECT_EQ(evidence_text(finding, "stale_files"), "4");
   EXPECT_EQ(number(finding, "stale_bytes"), std::to_string(stale_file_bytes()));
   EXPECT_EQ(number(finding, "stale_nccl_bytes"), std::to_string(allocated("nccl-a1b2c3")));
-  EXPECT_EQ(number(finding, "stale_torch_bytes"), std::to_string(allocated("torch_3999_1111111_0")));
+  EXPECT_EQ(number(finding, "stale_torch_bytes"),
+            std::to_string(allocated("torch_3999_1111111_0")));
   EXPECT_EQ(number(finding, "stale_other_bytes"), std::to_string(allocated("notes.txt")));
   EXPECT_EQ(evidence_text(finding, "sysv_stale_segments"), "1");
   EXPECT_EQ(number(finding, "sysv_stale_bytes"), "65536");

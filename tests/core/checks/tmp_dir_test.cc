@@ -59,8 +59,9 @@ TEST(CheckTmp, FullTmpFallsBackToVarTmpWithAWarning) {
   EXPECT_EQ(evidence_text(space, "fstype"), "tmpfs");
   EXPECT_NE(joined(space.remedy).find("export TMPDIR=/var/tmp"), std::string::npos);
   job.options.dirs = {"/var/tmp"};
-  EXPECT_NE(joined(job.run()[0].remedy).find("mkdir -p /var/tmp/.tmp && export TMPDIR=/var/tmp/.tmp"),
-            std::string::npos);
+  EXPECT_NE(
+      joined(job.run()[0].remedy).find("mkdir -p /var/tmp/.tmp && export TMPDIR=/var/tmp/.tmp"),
+      std::string::npos);
   const Finding& socket = findings[1];
   EXPECT_EQ(socket.id, "tmp.socket");
   EXPECT_EQ(socket.severity, Severity::kOk) << socket.summary;
@@ -74,9 +75,10 @@ TEST(CheckTmp, NoUsableCandidateIsCriticalWithPythonsError) {
   const auto findings = job.run();
   for (const Finding& finding : findings) {
     EXPECT_EQ(finding.severity, Severity::kCritical) << finding.id << ": " << finding.summary;
-    EXPECT_NE(finding.summary.find(
-                  "No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp', '/srv']"),
-              std::string::npos)
+    EXPECT_NE(
+        finding.summary.find(
+            "No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp', '/srv']"),
+        std::string::npos)
         << finding.summary;
   }
   EXPECT_EQ(evidence_text(findings[0], "candidates_tried"), "4");

@@ -2,6 +2,7 @@
 // blocked signals, and a timeout must kill what the shell started, not only
 // the shell.
 
+#include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "core/scratch_root.h"
 #include "core/sys_root.h"
@@ -50,8 +49,8 @@ TEST(ExecSink, CommandRunsWithNoSignalBlocked) {
   pthread_sigmask(SIG_BLOCK, &blocked, &previous);  // as watch's threads have it
   // exec: grep reads its own mask, inherited through the shell (dash blocks
   // every signal in itself around vfork, so /proc/$$ could show that instead).
-  auto sink = make_exec_sink("exec grep SigBlk /proc/self/status >" + out.string(),
-                             DeliveryOptions{});
+  auto sink =
+      make_exec_sink("exec grep SigBlk /proc/self/status >" + out.string(), DeliveryOptions{});
   ASSERT_TRUE(sink);
   const std::atomic<bool> cancel{false};
   const auto sent = (*sink)->send(event(), cancel);

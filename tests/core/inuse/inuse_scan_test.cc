@@ -2,6 +2,7 @@
 // recorded-style tree under a root prefix.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,8 +13,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "core/inuse/inuse_index.h"
 
@@ -37,7 +36,8 @@ class RealSyscallsContext {
 
 // A scratch dir in the build tree (never the host's /tmp or /dev/shm).
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::current_path() / ("inuse-test-" + name + "-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::current_path() / ("inuse-test-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -184,7 +184,8 @@ TEST(ScanInUse, ReadsATreeUnderTheRootPrefix) {
          "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\n";
   std::ofstream(root / "proc/4242/comm") << "python3\n";
   std::ofstream(root / "proc/4242/cmdline") << std::string("python3\0train.py\0", 17);
-  std::ofstream(root / "proc/4242/status") << "Name:\tpython3\nPid:\t4242\nUid:\t1000\t1000\t1000\t1000\n";
+  std::ofstream(root / "proc/4242/status")
+      << "Name:\tpython3\nPid:\t4242\nUid:\t1000\t1000\t1000\t1000\n";
   std::ofstream(root / "proc/sysvipc/shm")
       << "key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ctime rss swap\n"
          "0 9 600 1048576 1 1 0 1000 1000 1000 1000 0 0 5 0 0\n";

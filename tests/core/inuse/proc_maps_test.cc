@@ -1,15 +1,15 @@
 #include "core/inuse/proc_maps.h"
 
-#include <sys/sysmacros.h>
-
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 
 namespace headroom {
 namespace {
 
 TEST(ParseMapsLine, ReadsAFileMapping) {
   const auto line = parse_maps_line(
-      "7f3a1c000000-7f3a1c400000 rw-s 00001000 00:1a 123456                     /dev/shm/nccl-AbC123");
+      "7f3a1c000000-7f3a1c400000 rw-s 00001000 00:1a 123456                     "
+      "/dev/shm/nccl-AbC123");
   ASSERT_TRUE(line);
   EXPECT_EQ(line->start, 0x7f3a1c000000u);
   EXPECT_EQ(line->end, 0x7f3a1c400000u);

@@ -4,9 +4,9 @@
 
 #include "core/postmortem/postmortem.h"
 
-#include <csignal>
-
 #include <gtest/gtest.h>
+
+#include <csignal>
 
 namespace headroom {
 namespace {

@@ -1,9 +1,9 @@
 #include "core/predict/fill_eta.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace headroom {
 namespace {

@@ -7,12 +7,13 @@
 namespace headroom {
 namespace {
 
-using testing::fixture_context;
 using testing::FakeSyscalls;
+using testing::fixture_context;
 
 TEST(ParseProcCgroup, ReadsHybridLines) {
-  auto lines = parse_proc_cgroup("11:cpu,cpuacct:/docker/abc\n4:memory:/process_api/e40\n"
-                                 "1:name=systemd:/\n0::/user.slice:odd:name\n");
+  auto lines = parse_proc_cgroup(
+      "11:cpu,cpuacct:/docker/abc\n4:memory:/process_api/e40\n"
+      "1:name=systemd:/\n0::/user.slice:odd:name\n");
   ASSERT_TRUE(lines) << lines.error().message;
   ASSERT_EQ(lines->size(), 4U);
   EXPECT_EQ((*lines)[0].controllers, (std::vector<std::string>{"cpu", "cpuacct"}));

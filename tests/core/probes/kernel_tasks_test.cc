@@ -1,7 +1,8 @@
 // kernel.threads-max, kernel.pid_max and the task count of /proc/loadavg.
+#include "core/probes/kernel_tasks.h"
+
 #include <gtest/gtest.h>
 
-#include "core/probes/kernel_tasks.h"
 #include "core/fixture_context.h"
 
 namespace headroom {
@@ -33,7 +34,8 @@ TEST(KernelTasks, MissingFileNamesIt) {
   // bare_host records no /proc/sys/kernel/threads-max.
   auto kernel = read_kernel_tasks(testing::fixture_context("bare_host", syscalls));
   ASSERT_FALSE(kernel);
-  EXPECT_NE(kernel.error().message.find("threads-max"), std::string::npos) << kernel.error().message;
+  EXPECT_NE(kernel.error().message.find("threads-max"), std::string::npos)
+      << kernel.error().message;
 }
 
 }  // namespace

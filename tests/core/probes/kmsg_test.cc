@@ -26,8 +26,10 @@ TEST(ParseKmsg, ReadsHeadersAndSkipsContinuations) {
 TEST(ParseOomEvents, MergesTheLinesOfOneMemcgKill) {
   const auto records = parse_kmsg(
       "6,2003,5000000,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=abc,"
-      "mems_allowed=0-1,oom_memcg=/docker/abc,task_memcg=/docker/abc/sub,task=python3,pid=4242,uid=0\n"
-      "3,2004,5000100,-;Memory cgroup out of memory: Killed process 4242 (python3) total-vm:123456kB, "
+      "mems_allowed=0-1,oom_memcg=/docker/abc,task_memcg=/docker/abc/"
+      "sub,task=python3,pid=4242,uid=0\n"
+      "3,2004,5000100,-;Memory cgroup out of memory: Killed process 4242 (python3) "
+      "total-vm:123456kB, "
       "anon-rss:65432kB, file-rss:1024kB, shmem-rss:512kB, UID:0 pgtables:300kB oom_score_adj:0\n"
       "6,2005,5000200,-;oom_reaper: reaped process 4242 (python3), now anon-rss:0kB\n");
   const auto boot = std::chrono::system_clock::time_point(seconds(1'700'000'000));

@@ -1,8 +1,9 @@
 // The pids cgroup on recorded trees: a Docker container seeing its own cgroup
 // as the v1 mount's root, and a v2 session scope whose slice sets the limit.
+#include "core/probes/pids_cgroup.h"
+
 #include <gtest/gtest.h>
 
-#include "core/probes/pids_cgroup.h"
 #include "core/fixture_context.h"
 
 namespace headroom {

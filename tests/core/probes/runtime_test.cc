@@ -7,8 +7,8 @@
 namespace headroom {
 namespace {
 
-using testing::fixture_context;
 using testing::FakeSyscalls;
+using testing::fixture_context;
 
 bool mentions(const std::vector<std::string>& lines, std::string_view text) {
   for (const std::string& line : lines) {

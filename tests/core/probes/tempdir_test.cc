@@ -1,11 +1,10 @@
 #include "core/probes/tempdir.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "core/scratch_root.h"
 
@@ -27,8 +26,9 @@ TEST(TempdirCandidates, FollowsPythonsOrder) {
   context.environment = {{"TMP", "/scratch/tmp"}, {"TMPDIR", "/fast/tmp/"}, {"TEMP", ""}};
   const auto candidates = tempdir_candidates(context);
   // TEMP is empty, so Python's `if dirname` skips it; trailing slashes are normalised.
-  EXPECT_EQ(paths(candidates), (std::vector<std::string>{"/fast/tmp", "/scratch/tmp", "/tmp",
-                                                         "/var/tmp", "/usr/tmp", "/home/user/job"}));
+  EXPECT_EQ(paths(candidates),
+            (std::vector<std::string>{"/fast/tmp", "/scratch/tmp", "/tmp", "/var/tmp", "/usr/tmp",
+                                      "/home/user/job"}));
   EXPECT_EQ(candidates[0].origin, "TMPDIR");
   EXPECT_EQ(candidates[0].listed, "/fast/tmp/");
   EXPECT_EQ(candidates[1].origin, "TMP");

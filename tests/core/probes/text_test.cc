@@ -1,8 +1,8 @@
 #include "core/probes/text.h"
 
-#include <clocale>
-
 #include <gtest/gtest.h>
+
+#include <clocale>
 
 namespace headroom {
 namespace {

@@ -1,7 +1,8 @@
 // RLIMIT_NPROC's count: the tasks of the examined process's real uid over /proc.
+#include "core/probes/user_tasks.h"
+
 #include <gtest/gtest.h>
 
-#include "core/probes/user_tasks.h"
 #include "core/fixture_context.h"
 
 namespace headroom {
@@ -15,7 +16,8 @@ TEST(UserTasks, CpuListsCountRanges) {
 }
 
 TEST(UserTasks, StatusFieldFindsTheKey) {
-  EXPECT_EQ(status_field("Name:\tpy\nCpus_allowed_list:\t0-1\n", "Cpus_allowed_list").value(), "0-1");
+  EXPECT_EQ(status_field("Name:\tpy\nCpus_allowed_list:\t0-1\n", "Cpus_allowed_list").value(),
+            "0-1");
   EXPECT_FALSE(status_field("Name:\tpy\n", "Threads"));
 }
 

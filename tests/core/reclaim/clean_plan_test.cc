@@ -3,14 +3,13 @@
 // threshold, and the refusal of --all-users for non-root.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "core/reclaim/clean.h"
 #include "core/reclaim/clean_rules.h"

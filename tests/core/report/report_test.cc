@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "core/report/json.h"
 #include "core/report/text.h"
@@ -43,7 +43,8 @@ Report sample_report() {
   critical.add("size_bytes", std::uint64_t{64} * kMiB, "bytes").add("fstype", std::string("tmpfs"));
   critical.remedy = {"restart the container with: docker run --shm-size=564m ...",
                      "or share the host's: docker run --ipc=host ..."};
-  report.findings = {ok, critical, unknown_finding("kernel.oom", "", "/dev/kmsg: Permission denied")};
+  report.findings = {ok, critical,
+                     unknown_finding("kernel.oom", "", "/dev/kmsg: Permission denied")};
   report.sort_worst_first();
   return report;
 }
@@ -79,7 +80,9 @@ TEST(RenderFinding, CutsLongEvidenceButJsonKeepsIt) {
   EXPECT_EQ(to_json(finding)["evidence"][0]["value"].get<std::string>().size(), 500u);
 }
 
-TEST(ToJson, MatchesGolden) { expect_golden("check_report.json", to_json(sample_report()).dump(2) + "\n"); }
+TEST(ToJson, MatchesGolden) {
+  expect_golden("check_report.json", to_json(sample_report()).dump(2) + "\n");
+}
 
 }  // namespace
 }  // namespace headroom

@@ -4,11 +4,10 @@
 // than shm_stale_rescan. On a writable copy of tests/fixtures/shm_stale_mixed,
 // where pid 4100 holds torch_4100_1234567_0 by an fd.
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "core/fake_syscalls.h"
 #include "core/sample/sample.h"
@@ -82,8 +81,8 @@ TEST_F(ShmStaleMemoTest, AGrownFileIsScannedAtOnce) {
   std::filesystem::remove_all(root_.path() / "proc/4100");  // seen only by a new scan
   std::ofstream(root_.path() / "dev/shm/notes.txt", std::ios::app) << std::string(65536, 'y');
   later(std::chrono::seconds(1));
-  EXPECT_EQ(stale_bytes(), before - notes + allocated("notes.txt") +
-                               allocated("torch_4100_1234567_0"));
+  EXPECT_EQ(stale_bytes(),
+            before - notes + allocated("notes.txt") + allocated("torch_4100_1234567_0"));
 }
 
 TEST_F(ShmStaleMemoTest, ARemovedFileLeavesTheTotalWithoutAScan) {
@@ -100,8 +99,7 @@ TEST_F(ShmStaleMemoTest, WithoutAMemoEverySampleScans) {
   std::filesystem::remove_all(root_.path() / "proc/4100");
   auto second = take_sample(context, options_);
   ASSERT_TRUE(first && second);
-  EXPECT_EQ(*second->shm_stale_bytes,
-            *first->shm_stale_bytes + allocated("torch_4100_1234567_0"));
+  EXPECT_EQ(*second->shm_stale_bytes, *first->shm_stale_bytes + allocated("torch_4100_1234567_0"));
 }
 
 }  // namespace

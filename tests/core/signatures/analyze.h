@@ -1,12 +1,12 @@
 #pragma once
 // Test helpers: run the built-in catalog over files or strings, as explain does.
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/explain/log_reader.h"
 #include "core/signatures/analyzer.h"

@@ -1,8 +1,8 @@
 #include "core/signatures/analyzer.h"
 
-#include <algorithm>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "core/signatures/analyze.h"
 
@@ -46,7 +46,8 @@ TEST(LogAnalyzer, WorkerSigkillPlusKernelKillOfThatPidIsHighConfidenceHostOom) {
 }
 
 TEST(LogAnalyzer, WorkerSigkillAloneIsMediumConfidenceHostOom) {
-  const Diagnosis diagnosis = analyze_text("RuntimeError: DataLoader worker (pid 7) is killed by signal: Killed. \n");
+  const Diagnosis diagnosis =
+      analyze_text("RuntimeError: DataLoader worker (pid 7) is killed by signal: Killed. \n");
   ASSERT_NE(diagnosis.verdict(), nullptr);
   EXPECT_EQ(diagnosis.verdict()->cause, "host_oom");
   EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kMedium);
@@ -55,7 +56,8 @@ TEST(LogAnalyzer, WorkerSigkillAloneIsMediumConfidenceHostOom) {
 TEST(LogAnalyzer, EvidenceHasLineNumbersAcrossCrlfAnsiAndTqdm) {
   const std::string log =
       "a\r\n"
-      " 10%|#  | 1/10\r 20%|## | 2/10\x1b[31mERROR: Unexpected bus error encountered in worker. This might be "
+      " 10%|#  | 1/10\r 20%|## | 2/10\x1b[31mERROR: Unexpected bus error encountered in worker. "
+      "This might be "
       "caused by insufficient shared memory (shm).\x1b[0m\r\n" +
       std::string(1, '\0') + "c\r\n";
   const Diagnosis diagnosis = analyze_text(log);
@@ -86,17 +88,25 @@ TEST(LogAnalyzer, EvidenceStaysBoundedWhenAMessageRepeats) {
 }
 
 TEST(LogAnalyzer, EnospcIsTmpFullOrDiskFullByPathAndContext) {
-  EXPECT_EQ(verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/tmp/pymp-abc'\n")), "tmp_full");
-  EXPECT_EQ(verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/ckpt/a.pt'\n")), "disk_full");
-  EXPECT_EQ(verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/dev/shm/x'\n")), "shm_too_small");
-  EXPECT_EQ(verdict_cause(analyze_text("  File \"/usr/lib/python3.11/tempfile.py\", line 368, in mkdtemp\n"
-                                       "OSError: [Errno 28] No space left on device\n")),
+  EXPECT_EQ(
+      verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/tmp/pymp-abc'\n")),
+      "tmp_full");
+  EXPECT_EQ(
+      verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/ckpt/a.pt'\n")),
+      "disk_full");
+  EXPECT_EQ(
+      verdict_cause(analyze_text("OSError: [Errno 28] No space left on device: '/dev/shm/x'\n")),
+      "shm_too_small");
+  EXPECT_EQ(verdict_cause(
+                analyze_text("  File \"/usr/lib/python3.11/tempfile.py\", line 368, in mkdtemp\n"
+                             "OSError: [Errno 28] No space left on device\n")),
             "tmp_full");
 }
 
 TEST(LogAnalyzer, CudaOutOfMemoryIsNeverTheHost) {
   const Diagnosis diagnosis = analyze_text(
-      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total)\n"
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 "
+      "GiB total)\n"
       "RuntimeError: DataLoader worker (pid(s) 12) exited unexpectedly\n");
   EXPECT_EQ(verdict_cause(diagnosis), "gpu_oom");
 }
@@ -108,7 +118,8 @@ TEST(LogAnalyzer, KeepsSourcesApartAndNumbersLinesPerSource) {
   analyzer.begin_source("dmesg.log");
   analyzer.feed("Memory cgroup out of memory: Killed process 9 (python3)\n");
   const Diagnosis diagnosis = analyzer.finish();
-  ASSERT_EQ(diagnosis.evidence.size(), 3U);  // the worker line, and two kernel signatures on one line
+  ASSERT_EQ(diagnosis.evidence.size(),
+            3U);  // the worker line, and two kernel signatures on one line
   EXPECT_EQ(diagnosis.evidence[0].source, "job.log");
   EXPECT_EQ(diagnosis.evidence[0].line, 2U);
   EXPECT_EQ(diagnosis.evidence[1].source, "dmesg.log");
@@ -137,14 +148,18 @@ TEST(LogAnalyzer, NothingKnownGivesNoVerdict) {
 TEST(LogAnalyzer, WrapperCausesYieldToTheFailureTheyWrap) {
   const std::string timeout =
       "[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
-      "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600051 milliseconds "
+      "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+      "600051 milliseconds "
       "before timing out.\n";
   const std::string dataset = "RuntimeError: Caught RuntimeError in DataLoader worker process 6.\n";
   const std::string sigkill = "  exitcode  : -9 (pid: 5123)\n";
   const std::string allocator =
-      "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: "
+      "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough "
+      "memory: "
       "you tried to allocate 25769803776 bytes.\n";
-  const std::string cancelled = "slurmstepd: error: *** JOB 5 ON gpu-r07 CANCELLED AT 2024-04-11T06:00:14 DUE TO TIME LIMIT ***\n";
+  const std::string cancelled =
+      "slurmstepd: error: *** JOB 5 ON gpu-r07 CANCELLED AT 2024-04-11T06:00:14 DUE TO TIME LIMIT "
+      "***\n";
   EXPECT_EQ(verdict_cause(analyze_text(timeout + sigkill)), "host_oom");
   EXPECT_EQ(verdict_cause(analyze_text(sigkill + timeout)), "host_oom");
   EXPECT_EQ(verdict_cause(analyze_text(timeout + dataset)), "dataset_code");
@@ -157,10 +172,12 @@ TEST(LogAnalyzer, WrapperCausesYieldToTheFailureTheyWrap) {
 // Killed" names the cause, only the fixes of that cause remain.
 TEST(LogAnalyzer, SuggestiveRemediesOnlyWithoutAFirmerLine) {
   const auto mentions_dmesg = [](const Diagnosis& diagnosis) {
-    return std::any_of(diagnosis.remedies.begin(), diagnosis.remedies.end(),
-                       [](const std::string& remedy) { return remedy.find("dmesg") != std::string::npos; });
+    return std::any_of(
+        diagnosis.remedies.begin(), diagnosis.remedies.end(),
+        [](const std::string& remedy) { return remedy.find("dmesg") != std::string::npos; });
   };
-  const Diagnosis alone = analyze_text("RuntimeError: DataLoader worker (pid(s) 4021, 4022) exited unexpectedly\n");
+  const Diagnosis alone =
+      analyze_text("RuntimeError: DataLoader worker (pid(s) 4021, 4022) exited unexpectedly\n");
   ASSERT_EQ(verdict_cause(alone), "host_oom");
   EXPECT_TRUE(mentions_dmesg(alone));
   const Diagnosis firm = analyze_text(kOomLog);

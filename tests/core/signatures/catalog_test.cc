@@ -1,13 +1,12 @@
 #include "core/signatures/catalog.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "core/signatures/analyze.h"
 
@@ -34,7 +33,8 @@ cause_by_path = true
 explanation = "why"
 confirm = ["path.space"]
 remedies = ["free space"]
-)", "test.toml");
+)",
+                               "test.toml");
   ASSERT_TRUE(catalog.has_value()) << catalog.error().message;
   ASSERT_EQ(catalog->signatures.size(), 1U);
   const Signature& signature = catalog->signatures[0];
@@ -50,17 +50,21 @@ TEST(ParseCatalog, ErrorsNameTheFileAndTheSignature) {
     const char* toml;
     const char* message_part;
   } cases[] = {
-      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['(unclosed']\n", "test.toml: signature #1 (a): bad pattern"},
-      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['(?P<colour>x)']\n", "unknown field (?P<colour>"},
+      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['(unclosed']\n",
+       "test.toml: signature #1 (a): bad pattern"},
+      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['(?P<colour>x)']\n",
+       "unknown field (?P<colour>"},
       {"[[signature]]\nid = 'a'\npatterns = ['x']\n", "missing 'cause'"},
       {"[[signature]]\nid = 'a'\ncause = 'x'\n", "needs at least one pattern"},
-      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['x']\nstrength = 'huge'\n", "strength must be"},
+      {"[[signature]]\nid = 'a'\ncause = 'x'\npatterns = ['x']\nstrength = 'huge'\n",
+       "strength must be"},
       {"[[signature]\n", "test.toml:1:"},
   };
   for (const auto& c : cases) {
     auto catalog = parse_catalog(c.toml, "test.toml");
     ASSERT_FALSE(catalog.has_value()) << c.toml;
-    EXPECT_NE(catalog.error().message.find(c.message_part), std::string::npos) << catalog.error().message;
+    EXPECT_NE(catalog.error().message.find(c.message_part), std::string::npos)
+        << catalog.error().message;
   }
 }
 
@@ -85,8 +89,9 @@ patterns = ['scratch quota exceeded for (?P<path>\S+)']
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(catalog.has_value()) << catalog.error().message;
   const auto& signatures = catalog->signatures;
-  const auto replaced = std::find_if(signatures.begin(), signatures.end(),
-                                     [](const Signature& s) { return s.id == "cuda.out_of_memory"; });
+  const auto replaced = std::find_if(signatures.begin(), signatures.end(), [](const Signature& s) {
+    return s.id == "cuda.out_of_memory";
+  });
   ASSERT_NE(replaced, signatures.end());
   EXPECT_EQ(replaced->patterns, std::vector<std::string>{"my replacement pattern"});
   EXPECT_EQ(signatures.back().id, "site.scratch_quota");
@@ -107,11 +112,13 @@ TEST(BuiltinCatalog, EveryLiteralIsLongEnoughForAFastScan) {
 // cause (its own, or one its path classification gives).
 TEST(BuiltinCatalog, EverySignatureMatchesALineOfTheTestCorpus) {
   std::map<std::string, std::set<std::string>> causes_by_signature;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(HEADROOM_TEST_DATA) + "/logs")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(HEADROOM_TEST_DATA) + "/logs")) {
     if (!entry.is_regular_file()) continue;
     LogAnalyzer analyzer(testing::builtin_catalog());
     analyzer.feed(read_file(entry.path()));
-    for (const EvidenceLine& line : analyzer.finish().evidence) causes_by_signature[line.signature].insert(line.cause);
+    for (const EvidenceLine& line : analyzer.finish().evidence)
+      causes_by_signature[line.signature].insert(line.cause);
   }
   for (const Signature& signature : testing::builtin_catalog().signatures) {
     const auto found = causes_by_signature.find(signature.id);

@@ -2,9 +2,9 @@
 // it is present beside the clone, of the shared corpus of real PyTorch 1.13
 // failures (../shared/corpus/logs) gets its cause.
 
-#include <map>
-
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "core/signatures/analyze.h"
 
@@ -16,7 +16,8 @@ using testing::verdict_cause;
 
 TEST(TestCorpus, EveryLogGetsTheCauseOfItsDirectory) {
   int checked = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(HEADROOM_TEST_DATA) + "/logs")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(HEADROOM_TEST_DATA) + "/logs")) {
     if (!entry.is_regular_file()) continue;
     const std::string expected = entry.path().parent_path().filename().string();
     EXPECT_EQ(verdict_cause(analyze_files({entry.path()})), expected) << entry.path();
@@ -26,7 +27,8 @@ TEST(TestCorpus, EveryLogGetsTheCauseOfItsDirectory) {
 }
 
 std::filesystem::path shared_corpus() {
-  return std::filesystem::path(HEADROOM_TEST_DATA).parent_path().parent_path() / "shared" / "corpus" / "logs";
+  return std::filesystem::path(HEADROOM_TEST_DATA).parent_path().parent_path() / "shared" /
+         "corpus" / "logs";
 }
 
 TEST(SharedCorpus, EveryJobLogGetsItsCause) {
@@ -73,7 +75,8 @@ TEST(SharedCorpus, EveryJobLogGetsItsCause) {
     EXPECT_EQ(verdict_cause(analyze_files({path})), cause) << file;
   }
   // The job's log with the kernel's: the pid in both makes it certain.
-  const Diagnosis oom = analyze_files({root / "host_oom_worker/job.log", root / "host_oom_worker/dmesg.log"});
+  const Diagnosis oom =
+      analyze_files({root / "host_oom_worker/job.log", root / "host_oom_worker/dmesg.log"});
   ASSERT_EQ(verdict_cause(oom), "host_oom");
   EXPECT_EQ(oom.verdict()->confidence, Confidence::kHigh);
   EXPECT_FALSE(oom.fields.killed_pids.empty());

@@ -1,10 +1,10 @@
 #include "core/signatures/envelope.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "core/signatures/analyze.h"
 
@@ -16,7 +16,8 @@ std::string decode_all(std::string_view log, std::size_t chunk) {
   EnvelopeDecoder decoder;
   std::string out;
   const EnvelopeDecoder::Sink sink = [&](std::string_view bytes) { out += bytes; };
-  for (std::size_t at = 0; at < log.size(); at += chunk) decoder.decode(log.substr(at, chunk), sink);
+  for (std::size_t at = 0; at < log.size(); at += chunk)
+    decoder.decode(log.substr(at, chunk), sink);
   decoder.finish(sink);
   return out;
 }
@@ -30,7 +31,9 @@ std::string decode_any_chunking(std::string_view log) {
   return whole;
 }
 
-std::size_t lines(std::string_view text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t lines(std::string_view text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 /// What one call passed to its sink: the text, and where the first piece lay.
 struct Passed {
@@ -86,14 +89,19 @@ TEST(EnvelopeDecoder, DecodesDockerJsonFileRecords) {
 TEST(EnvelopeDecoder, JoinsDockerPartialRecordsAndKeepsTheLineCount) {
   // dockerd splits a line at 16 KiB: the pieces' "log" has no trailing "\n".
   const std::string log =
-      R"({"log":"RuntimeError: DataLoader worker (pid 4) is kil","stream":"stderr","time":"t1"})" "\n"
-      R"({"log":"step 7\n","stream":"stdout","time":"t2"})" "\n"
-      R"({"log":"led by signal: Killed. \n","stream":"stderr","time":"t3"})" "\n"
+      R"({"log":"RuntimeError: DataLoader worker (pid 4) is kil","stream":"stderr","time":"t1"})"
+      "\n"
+      R"({"log":"step 7\n","stream":"stdout","time":"t2"})"
+      "\n"
+      R"({"log":"led by signal: Killed. \n","stream":"stderr","time":"t3"})"
+      "\n"
       "not json at all\n"
-      R"({"log":"cut short)" "\n";
+      R"({"log":"cut short)"
+      "\n";
   const std::string out = decode_any_chunking(log);
-  EXPECT_EQ(out, "\nstep 7\nRuntimeError: DataLoader worker (pid 4) is killed by signal: Killed. \n"
-                 "not json at all\n{\"log\":\"cut short\n");
+  EXPECT_EQ(out,
+            "\nstep 7\nRuntimeError: DataLoader worker (pid 4) is killed by signal: Killed. \n"
+            "not json at all\n{\"log\":\"cut short\n");
   EXPECT_EQ(lines(out), lines(log));
 }
 
@@ -117,7 +125,8 @@ TEST(EnvelopeDecoder, JoinsCriPartialRecordsOfTheSameStream) {
 }
 
 TEST(EnvelopeDecoder, KeepsWhatArrivedOfALineTheLogEndsIn) {
-  EXPECT_EQ(decode_any_chunking("2024-05-01T12:00:01Z stderr P MemoryE\n2024-05-01T12:00:01Z stderr P rror"),
+  EXPECT_EQ(decode_any_chunking(
+                "2024-05-01T12:00:01Z stderr P MemoryE\n2024-05-01T12:00:01Z stderr P rror"),
             "\n\n2024-05-01T12:00:01Z stderr F MemoryError\n");
   EXPECT_EQ(decode_any_chunking("plain, no newline"), "plain, no newline");
   EXPECT_EQ(decode_any_chunking(""), "");
@@ -127,7 +136,8 @@ TEST(EnvelopeDecoder, DecidesPerSource) {
   EnvelopeDecoder decoder;
   EXPECT_EQ(decode_once(decoder, "{\"log\":\"a\\\"b\\n\",\"stream\":\"stdout\"}\n").text, "a\"b\n");
   EXPECT_EQ(finish_once(decoder), "");
-  const std::string plain = "{\"log\":\"x\\n\"}\n";  // a plain log that happens to hold such a line later
+  const std::string plain =
+      "{\"log\":\"x\\n\"}\n";  // a plain log that happens to hold such a line later
   EXPECT_EQ(decode_once(decoder, "plain first\n" + plain).text, "plain first\n" + plain);
 }
 
@@ -140,7 +150,8 @@ TEST(ParseCriPrefix, AcceptsOnlyTheCriLayout) {
   const auto tagged = parse_cri_prefix("2024-05-01T12:00:00+02:00 stdout P:x abc");
   ASSERT_TRUE(tagged);
   EXPECT_TRUE(tagged->partial);
-  EXPECT_EQ(std::string_view("2024-05-01T12:00:00+02:00 stdout P:x abc").substr(tagged->text_at), "abc");
+  EXPECT_EQ(std::string_view("2024-05-01T12:00:00+02:00 stdout P:x abc").substr(tagged->text_at),
+            "abc");
   EXPECT_FALSE(parse_cri_prefix("2024-05-01T12:00:00Z stderr Foo"));
   EXPECT_FALSE(parse_cri_prefix("2024-05-01 12:00:00 stderr F x"));
   EXPECT_FALSE(parse_cri_prefix("2024-05-01T12:00:00Z INFO F x"));
@@ -180,14 +191,16 @@ EvidenceLine evidence_of(const Diagnosis& diagnosis, std::string_view signature)
 }
 
 TEST(EnvelopeGoldenLogs, DockerJsonFileTracebackReadsLikeThePlainLog) {
-  const std::string log = read_log("host_oom/docker_json_file_dataloader_oom_chained_traceback.log");
+  const std::string log =
+      read_log("host_oom/docker_json_file_dataloader_oom_chained_traceback.log");
   const std::string plain = decode_any_chunking(log);
   EXPECT_EQ(lines(plain), lines(log));
   EXPECT_NE(plain.find("Traceback (most recent call last):\n"
                        "  File \"/workspace/run_clm.py\", line 641, in <module>\n"
                        "    main()\n"),
             std::string::npos);
-  EXPECT_NE(plain.find("    raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited unexpectedly') from e\n"
+  EXPECT_NE(plain.find("    raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited "
+                       "unexpectedly') from e\n"
                        "RuntimeError: DataLoader worker (pid(s) 214) exited unexpectedly\n"),
             std::string::npos);
   const Diagnosis diagnosis = testing::analyze_text(log, 4096);
@@ -202,16 +215,19 @@ TEST(EnvelopeGoldenLogs, DockerJsonFileBusErrorIsReadThroughTheEscapes) {
   // written as "\u003cSignals.SIGBUS: 7\u003e": without decoding neither matches.
   const std::string log = read_log("shm_too_small/docker_json_file_share_memory_bus_error.log");
   const Diagnosis diagnosis = testing::analyze_text(log);
-  EXPECT_EQ(evidence_of(diagnosis, "shell.bus_error").line, line_of(log, "Fatal Python error: Bus error"));
+  EXPECT_EQ(evidence_of(diagnosis, "shell.bus_error").line,
+            line_of(log, "Fatal Python error: Bus error"));
   const EvidenceLine launcher = evidence_of(diagnosis, "launcher.child_sigbus");
   EXPECT_EQ(launcher.line, line_of(log, "died with"));
-  EXPECT_NE(launcher.text.find("died with <Signals.SIGBUS: 7>."), std::string::npos) << launcher.text;
+  EXPECT_NE(launcher.text.find("died with <Signals.SIGBUS: 7>."), std::string::npos)
+      << launcher.text;
   EXPECT_EQ(testing::verdict_cause(diagnosis), "shm_too_small");
 }
 
 TEST(EnvelopeGoldenLogs, CriPartialRecordsAreJoinedWhereTheMessageStraddlesTheSplit) {
   const std::string log = read_log("host_oom/k8s_cri_partial_records_json_logger.log");
-  ASSERT_EQ(log.find("DataLoader worker (pid 311) is killed"), std::string::npos);  // split across records
+  ASSERT_EQ(log.find("DataLoader worker (pid 311) is killed"),
+            std::string::npos);  // split across records
   for (std::size_t chunk : {std::size_t{0}, std::size_t{1000}}) {
     const Diagnosis diagnosis = testing::analyze_text(log, chunk);
     const EvidenceLine killed = evidence_of(diagnosis, "torch.dataloader.killed_sigkill");
@@ -223,14 +239,18 @@ TEST(EnvelopeGoldenLogs, CriPartialRecordsAreJoinedWhereTheMessageStraddlesTheSp
 
 TEST(EnvelopeGoldenLogs, KubectlTimestampsAndJournaldPrefixesAreDropped) {
   const std::string kubectl = read_log("disk_full/kubectl_timestamps_checkpoint_save.log");
-  const EvidenceLine writer = evidence_of(testing::analyze_text(kubectl), "torch.save.stream_writer");
+  const EvidenceLine writer =
+      evidence_of(testing::analyze_text(kubectl), "torch.save.stream_writer");
   EXPECT_EQ(writer.line, 8U);
-  EXPECT_EQ(writer.text.rfind("RuntimeError: [enforce fail at inline_container.cc:471]", 0), 0U) << writer.text;
+  EXPECT_EQ(writer.text.rfind("RuntimeError: [enforce fail at inline_container.cc:471]", 0), 0U)
+      << writer.text;
   const std::string journal = read_log("host_oom/journalctl_short_iso_worker_oom.log");
   const Diagnosis diagnosis = testing::analyze_text(journal);
   EXPECT_EQ(evidence_of(diagnosis, "torch.dataloader.killed_sigkill").text,
             "RuntimeError: DataLoader worker (pid 1250) is killed by signal: Killed.");
-  EXPECT_EQ(evidence_of(diagnosis, "kernel.oom.killed_process").text.rfind("Out of memory: Killed process 1250", 0), 0U);
+  EXPECT_EQ(evidence_of(diagnosis, "kernel.oom.killed_process")
+                .text.rfind("Out of memory: Killed process 1250", 0),
+            0U);
 }
 
 }  // namespace

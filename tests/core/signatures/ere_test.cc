@@ -2,6 +2,7 @@
 // peer's `grep -E -f`): RE2 escapes inside brackets must keep their meaning in
 // GNU grep, which reads one line at a time.
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/signatures/analyzer.h"
 #include "core/signatures/catalog.h"

@@ -9,7 +9,8 @@ namespace {
 
 Diagnosis bus_error() {
   return testing::analyze_text(
-      "RuntimeError: DataLoader worker (pid 6062) is killed by signal: Bus error. It is possible that dataloader's "
+      "RuntimeError: DataLoader worker (pid 6062) is killed by signal: Bus error. It is possible "
+      "that dataloader's "
       "workers are out of shared memory. Please try to raise your shared memory limit.\n");
 }
 
@@ -18,8 +19,11 @@ TEST(ApplyHost, StaleSegmentsOnTheHostTurnShmTooSmallIntoShmStale) {
   ASSERT_EQ(testing::verdict_cause(diagnosis), "shm_too_small");
   HostConfirmation host;
   host.performed = true;
-  host.facts.push_back({"shm.stale", "shm_stale", HostVerdict::kConfirms,
-                        "53.9 MiB of /dev/shm is held by segments no process has open", {}});
+  host.facts.push_back({"shm.stale",
+                        "shm_stale",
+                        HostVerdict::kConfirms,
+                        "53.9 MiB of /dev/shm is held by segments no process has open",
+                        {}});
   apply_host(diagnosis, host);
   EXPECT_EQ(testing::verdict_cause(diagnosis), "shm_stale");
   ASSERT_GE(diagnosis.candidates.size(), 2U);
@@ -28,14 +32,20 @@ TEST(ApplyHost, StaleSegmentsOnTheHostTurnShmTooSmallIntoShmStale) {
 }
 
 TEST(ApplyHost, ConfirmationRaisesConfidenceAndSaysSo) {
-  Diagnosis diagnosis = testing::analyze_text("RuntimeError: DataLoader worker (pid 7) is killed by signal: Killed. \n");
+  Diagnosis diagnosis = testing::analyze_text(
+      "RuntimeError: DataLoader worker (pid 7) is killed by signal: Killed. \n");
   ASSERT_EQ(diagnosis.verdict()->confidence, Confidence::kMedium);
   HostConfirmation host;
   host.performed = true;
-  host.facts.push_back({"kmsg", "host_oom", HostVerdict::kConfirms, "the kernel log has the OOM killer killing pid 7", {}});
+  host.facts.push_back({"kmsg",
+                        "host_oom",
+                        HostVerdict::kConfirms,
+                        "the kernel log has the OOM killer killing pid 7",
+                        {}});
   apply_host(diagnosis, host);
   EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kHigh);
-  EXPECT_EQ(diagnosis.verdict()->reasoning.back(), "confirmed on this host: the kernel log has the OOM killer killing pid 7.");
+  EXPECT_EQ(diagnosis.verdict()->reasoning.back(),
+            "confirmed on this host: the kernel log has the OOM killer killing pid 7.");
 }
 
 TEST(RemediesFor, ShmTooSmallSpeaksTheRuntimesDialect) {

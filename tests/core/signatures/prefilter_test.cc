@@ -1,18 +1,20 @@
 #include "core/signatures/prefilter.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 namespace headroom {
 namespace {
 
 /// Every occurrence, found the slow way.
-std::set<std::pair<std::size_t, std::size_t>> naive(const std::vector<std::string>& literals, const std::string& text) {
+std::set<std::pair<std::size_t, std::size_t>> naive(const std::vector<std::string>& literals,
+                                                    const std::string& text) {
   std::set<std::pair<std::size_t, std::size_t>> found;
   for (std::size_t l = 0; l < literals.size(); ++l) {
-    for (std::size_t at = text.find(literals[l]); at != std::string::npos; at = text.find(literals[l], at + 1)) {
+    for (std::size_t at = text.find(literals[l]); at != std::string::npos;
+         at = text.find(literals[l], at + 1)) {
       found.insert({at, l});
     }
   }
@@ -20,7 +22,8 @@ std::set<std::pair<std::size_t, std::size_t>> naive(const std::vector<std::strin
 }
 
 TEST(LiteralPrefilter, FindsEveryOccurrenceAtAnyAlignment) {
-  const std::vector<std::string> literals = {"Killed process ", "Bus error", "oom-kill:", "No space left on device"};
+  const std::vector<std::string> literals = {"Killed process ", "Bus error",
+                                             "oom-kill:", "No space left on device"};
   LiteralPrefilter prefilter(literals);
   EXPECT_EQ(prefilter.stride(), 6U);  // shortest literal 9 bytes, 4-byte windows
   std::mt19937 random(7);

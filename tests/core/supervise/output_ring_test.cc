@@ -1,8 +1,7 @@
 #include "core/supervise/output_ring.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <thread>
 

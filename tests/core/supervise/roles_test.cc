@@ -24,7 +24,8 @@ const ProcessIdentity& find(const std::vector<ProcessIdentity>& all, pid_t pid) 
 
 TEST(ClassifyRoles, NamesTheMainProcessItsWorkersAndTheShmManager) {
   std::vector<ProcessIdentity> tree = {process(12, 10, "python3"), process(13, 12, "python3"),
-                                       process(14, 12, "python3"), process(15, 12, "torch_shm_manag")};
+                                       process(14, 12, "python3"),
+                                       process(15, 12, "torch_shm_manag")};
   classify_roles(tree, 10 + 2);
   EXPECT_EQ(describe_role(find(tree, 12)), "main");
   EXPECT_EQ(describe_role(find(tree, 13)), "DataLoader worker");
@@ -35,7 +36,8 @@ TEST(ClassifyRoles, NamesTheMainProcessItsWorkersAndTheShmManager) {
 TEST(ClassifyRoles, NamesTorchrunRanksAndTheirWorkers) {
   // torchrun (a python script) -> ranks with RANK set -> their forked workers inherit RANK.
   std::vector<ProcessIdentity> tree = {process(20, 1, "torchrun"), process(21, 20, "python3", 0),
-                                       process(22, 20, "python3", 1), process(23, 22, "python3", 1)};
+                                       process(22, 20, "python3", 1),
+                                       process(23, 22, "python3", 1)};
   classify_roles(tree, 20);
   EXPECT_EQ(describe_role(find(tree, 20)), "main");
   EXPECT_EQ(describe_role(find(tree, 21)), "rank 0");
@@ -46,7 +48,8 @@ TEST(ClassifyRoles, NamesTorchrunRanksAndTheirWorkers) {
 
 TEST(ClassifyRoles, SpawnedWorkersAreRecognisedByTheirCommandLine) {
   std::vector<ProcessIdentity> tree = {process(30, 1, "python3"), process(31, 30, "python3")};
-  tree[1].cmdline = {"/usr/bin/python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"};
+  tree[1].cmdline = {"/usr/bin/python3", "-c",
+                     "from multiprocessing.spawn import spawn_main; spawn_main()"};
   classify_roles(tree, 30);
   EXPECT_EQ(describe_role(find(tree, 31)), "DataLoader worker");
 }

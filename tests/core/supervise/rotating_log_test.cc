@@ -32,7 +32,8 @@ TEST_F(RotatingLogTest, RotatesAtTheSizeCapAndKeepsTheNewestFiles) {
   const auto path = dir_ / "job.log";
   auto log = RotatingLog::open({path, 10, 3});
   ASSERT_TRUE(log) << log.error().message;
-  for (const char* chunk : {"aaaaaaaa\n", "bbbbbbbb\n", "cccccccc\n", "dddddddd\n"}) (*log)->write(chunk);
+  for (const char* chunk : {"aaaaaaaa\n", "bbbbbbbb\n", "cccccccc\n", "dddddddd\n"})
+    (*log)->write(chunk);
   const RotatingLogStats stats = (*log)->close();
   EXPECT_EQ(stats.lost_bytes, 0u);
   EXPECT_EQ(stats.written_bytes, 36u);

@@ -1,8 +1,7 @@
 #include "core/supervise/signal_names.h"
 
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 namespace headroom {
 namespace {
