@@ -1,6 +1,6 @@
 # The README's commands. `make run` sets up everything and runs `headroom check`
 # on this host; `make test` sets up everything and runs every test suite.
-.PHONY: deps build run install test unit integration pytest promtool asan bench format clean
+.PHONY: deps build run install test unit integration pytest promtool asan bench format format-check clean
 
 JOBS ?= $(shell nproc)
 BUILD := build/dev
@@ -54,8 +54,13 @@ test: build
 bench: deps
 	bench/all
 
+# The C++ sources clang-format (.clang-format) owns; format-check is CI's first step.
+FORMAT_FILES = $$(git ls-files '*.cc' '*.h')
 format:
-	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
+	clang-format -i $(FORMAT_FILES)
+
+format-check: deps
+	clang-format --dry-run --Werror $(FORMAT_FILES)
 
 clean:
 	rm -rf build
