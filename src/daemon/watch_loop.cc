@@ -4,9 +4,8 @@
 #include <prometheus/exposer.h>
 #include <pthread.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <csignal>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,8 +17,10 @@ namespace headroom::daemon {
 
 namespace {
 
-/// Waits for SIGHUP/SIGINT/SIGTERM on a thread of its own (the signals are
-/// blocked in every other thread) and wakes the loop.
+/// SIGHUP, SIGINT and SIGTERM, taken by the loop itself while it sleeps
+/// between samples: they are blocked in every thread (threads started later
+/// inherit the mask), stay pending, and sigtimedwait takes them. No thread of
+/// its own, so none to wake, and nothing shared between threads.
 class SignalWatcher {
  public:
   SignalWatcher() {
@@ -28,51 +29,45 @@ class SignalWatcher {
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set_, &previous_);
-    thread_ = std::thread([this] { run(); });
   }
-  ~SignalWatcher() {
-    done_ = true;
-    // The thread sleeps in sigwaitinfo without a timeout (no idle wakeups);
-    // a signal of its set aimed at it ends the wait.
-    pthread_kill(thread_.native_handle(), SIGTERM);
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  ~SignalWatcher() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+  /// Sleeps until `deadline` or until a stop or reload signal arrives.
+  void wait_until(std::chrono::steady_clock::time_point deadline) {
+    while (!stop_ && !reload_) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return;
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
+      const timespec timeout{static_cast<time_t>(seconds.count()),
+                             static_cast<long>(std::chrono::nanoseconds(left - seconds).count())};
+      const int signal = sigtimedwait(&set_, nullptr, &timeout);
+      if (signal > 0) record(signal);
+      // -1: EAGAIN at the deadline (checked above), or EINTR: go round again.
+    }
   }
-  /// Sleeps until `deadline` or a signal; returns true when one arrived.
-  bool wait_until(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock lock(mutex_);
-    return woken_.wait_until(lock, deadline, [this] { return stop_ || reload_; });
-  }
+  /// A signal that arrived while sampling is still pending: take it first.
   bool stop_requested() {
-    std::lock_guard lock(mutex_);
+    take_pending();
     return stop_;
   }
   bool take_reload() {
-    std::lock_guard lock(mutex_);
+    take_pending();
     return std::exchange(reload_, false);
   }
 
  private:
-  void run() {
-    while (!done_) {
-      const int signal = sigwaitinfo(&set_, nullptr);
-      if (signal <= 0 || done_) continue;
-      {
-        std::lock_guard lock(mutex_);
-        (signal == SIGHUP ? reload_ : stop_) = true;
-      }
-      woken_.notify_all();
-    }
+  void record(int signal) { (signal == SIGHUP ? reload_ : stop_) = true; }
+  void take_pending() {
+    const timespec now{0, 0};
+    for (int signal; (signal = sigtimedwait(&set_, nullptr, &now)) > 0;) record(signal);
   }
 
   sigset_t set_{};
   sigset_t previous_{};
-  std::atomic<bool> done_{false};
-  std::mutex mutex_;
-  std::condition_variable woken_;
   bool stop_ = false;
   bool reload_ = false;
-  std::thread thread_;
 };
 
 /// The sinks of one config, each on its worker thread.
