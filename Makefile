@@ -1,6 +1,6 @@
 # The README's commands. `make run` sets up everything and runs `headroom check`
 # on this host; `make test` sets up everything and runs every test suite.
-.PHONY: deps build run install test unit integration pytest promtool asan bench format format-check clean
+.PHONY: deps build run install test unit integration pytest promtool asan bench format format-check tidy clean
 
 JOBS ?= $(shell nproc)
 BUILD := build/dev
@@ -61,6 +61,10 @@ format:
 
 format-check: deps
 	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+# clang-tidy over src/ (.clang-tidy); ~8 minutes on 2 cores, so not part of `make test`.
+tidy: build
+	scripts/tidy
 
 clean:
 	rm -rf build

@@ -18,6 +18,7 @@ namespace {
 /// command's (bench/RESULTS-watch.md). The same argv is passed on, so ps still
 /// shows "headroom watch ...". Without the sibling, watch runs in this process.
 int route_watch(int argc, char** argv) {
+  // getauxval returns the address as an integer; NOLINTNEXTLINE(performance-no-int-to-ptr)
   const auto* executable = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
   std::error_code error;
   const std::filesystem::path self =

@@ -126,8 +126,11 @@ std::chrono::seconds whole_seconds(std::chrono::milliseconds duration) {
 }
 
 Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertConfig& alerts) {
-  for (const auto& [raw_key, node] : table) {
-    const std::string_view key = raw_key.str();
+  // No structured binding: the lambdas below capture `node`, which C++20
+  // allows but clang 14 (clang-tidy) does not.
+  for (const auto& entry : table) {
+    const toml::node& node = entry.second;
+    const std::string_view key = entry.first.str();
     Result<void> applied;
     const auto set_number = [&](double& target) {
       return reader.number(node, key).map([&](double value) { target = value; });

@@ -38,8 +38,8 @@ struct Origin {
 /// One configured sink: its kind and target (URL, file, command, "SIG:PID").
 struct SinkSpec {
   SinkSpec() = default;
-  SinkSpec(SinkKind kind_, std::string target_, Origin origin_ = {})
-      : kind(kind_), target(std::move(target_)), origin(std::move(origin_)) {}
+  SinkSpec(SinkKind sink_kind, std::string sink_target, Origin sink_origin = {})
+      : kind(sink_kind), target(std::move(sink_target)), origin(std::move(sink_origin)) {}
 
   SinkKind kind = SinkKind::kStderr;
   std::string target;

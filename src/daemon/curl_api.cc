@@ -52,9 +52,9 @@ Result<CurlApi> open_curl() {
 }  // namespace
 
 Result<const CurlApi*> load_curl() {
-  static const Result<CurlApi> api = open_curl();
-  if (!api) return fail(api.error());
-  return &*api;
+  static const Result<CurlApi> kApi = open_curl();
+  if (!kApi) return fail(kApi.error());
+  return &*kApi;
 }
 
 }  // namespace headroom::daemon

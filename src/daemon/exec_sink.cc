@@ -33,6 +33,7 @@ class ExecSink final : public AlertSink {
     }
     for (std::string& variable : alert_environment(event)) variables.push_back(std::move(variable));
     std::vector<char*> envp;
+    envp.reserve(variables.size() + 1);
     for (std::string& variable : variables) envp.push_back(variable.data());
     envp.push_back(nullptr);
     std::string shell = "/bin/sh";

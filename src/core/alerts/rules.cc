@@ -59,7 +59,7 @@ Result<void> validate(const AlertConfig& config) {
   return {};
 }
 
-AlertEngine::AlertEngine(AlertConfig config) : config_(std::move(config)) {}
+AlertEngine::AlertEngine(AlertConfig config) : config_(config) {}
 
 void AlertEngine::judge(const AlertCondition& condition, const Sample& sample,
                         std::vector<AlertEvent>& events) {

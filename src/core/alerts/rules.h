@@ -123,7 +123,7 @@ class AlertEngine {
   [[nodiscard]] const AlertConfig& config() const { return config_; }
   /// Swaps in a new config (SIGHUP reload); firing alerts are kept and re-judged
   /// at the next sample.
-  void reconfigure(AlertConfig config) { config_ = std::move(config); }
+  void reconfigure(AlertConfig config) { config_ = config; }
 
  private:
   /// Every rule's verdicts for this sample; updates the PSI and OOM trackers.

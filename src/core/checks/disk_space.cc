@@ -207,6 +207,7 @@ std::vector<Finding> check_disk_space(const CheckInput& input) {
   }
   if (dirs.empty()) dirs.push_back(input.context.working_directory);
   std::vector<Finding> findings;
+  findings.reserve(dirs.size());
   for (const std::filesystem::path& dir : dirs) {
     findings.push_back(disk_finding(input, dir, mounts ? &*mounts : nullptr));
   }

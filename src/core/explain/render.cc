@@ -173,11 +173,11 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
     out += fmt::format("\n{}On this host{} ({})\n", bold, reset, to_string(host.runtime.kind));
     if (host.facts.empty()) out += "  nothing to check for this cause\n";
     for (const HostFact& fact : host.facts) {
-      const std::string mark = fact.verdict == HostVerdict::kConfirms ? green + "confirms" + reset
-                               : fact.verdict == HostVerdict::kContradicts
-                                   ? red + "contradicts" + reset
-                               : fact.verdict == HostVerdict::kUnknown ? yellow + "unknown" + reset
-                                                                       : dim + "neutral" + reset;
+      const std::string mark =
+          fact.verdict == HostVerdict::kConfirms      ? fmt::format("{}confirms{}", green, reset)
+          : fact.verdict == HostVerdict::kContradicts ? fmt::format("{}contradicts{}", red, reset)
+          : fact.verdict == HostVerdict::kUnknown     ? fmt::format("{}unknown{}", yellow, reset)
+                                                      : fmt::format("{}neutral{}", dim, reset);
       out += fmt::format("  {:<12} {} {}\n", fact.check, mark, fact.summary);
     }
   } else {

@@ -43,7 +43,7 @@ std::filesystem::path below(const std::filesystem::path& mount_point, std::strin
 }
 
 std::filesystem::path cgroup_directory(const MountEntry& mount, const std::string& path) {
-  const std::filesystem::path mount_point = mount.mount_point;
+  std::filesystem::path mount_point = mount.mount_point;
   if (mount.root == "/") return below(mount_point, path);
   if (path == mount.root) return mount_point;
   if (path.size() > mount.root.size() && path.compare(0, mount.root.size(), mount.root) == 0 &&

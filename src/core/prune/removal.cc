@@ -31,12 +31,12 @@ Result<void> empty_directory(int fd, const std::string& path, dev_t device) {
     walk::FileStat stat;
     if (const int stat_error = walk::stat_at(fd, name.c_str(), stat); stat_error != 0) {
       if (stat_error == ENOENT) continue;
-      return failure(stat_error, path + "/" + name);
+      return failure(stat_error, fmt::format("{}/{}", path, name));
     }
     if (stat.kind == walk::FileKind::kDirectory) {
       if (auto removed = remove_tree_at(fd, name, stat.id, device); !removed) return removed;
     } else if (::unlinkat(fd, name.c_str(), 0) != 0 && errno != ENOENT) {
-      return failure(errno, path + "/" + name);
+      return failure(errno, fmt::format("{}/{}", path, name));
     }
   }
   return {};

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,7 +88,7 @@ void remove_below(int dir_fd, std::uint64_t device, const KeepRule& keep, int de
     return;
   }
   for (const std::string& name : names) {
-    const std::string shown = prefix.empty() ? name : prefix + "/" + name;
+    const std::string shown = prefix.empty() ? name : fmt::format("{}/{}", prefix, name);
     struct stat info {};
     if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (static_cast<std::uint64_t>(info.st_dev) != device) {

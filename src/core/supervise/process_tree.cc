@@ -93,6 +93,7 @@ TreeSample ProcessTreeSampler::sample() {
     }
   }
   std::vector<ProcessIdentity> identities;
+  identities.reserve(in_tree.size());
   for (const pid_t pid : in_tree) identities.push_back(identify(statuses.at(pid)));
   classify_roles(identities, main_pid_);
   for (ProcessIdentity& identity : identities) {

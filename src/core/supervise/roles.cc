@@ -67,13 +67,10 @@ void classify_roles(std::vector<ProcessIdentity>& processes, pid_t main_pid) {
     process->worker_of_rank.reset();
     if (is_shm_manager(*process)) {
       process->role = ProcessRole::kShmManager;
-    } else if (parent != nullptr && is_python(*process) &&
+    } else if (parent != nullptr &&
                (parent->role == ProcessRole::kMain || parent->role == ProcessRole::kRank) &&
-               is_python(*parent) && !rank_changed) {
-      process->role = ProcessRole::kDataLoaderWorker;
-      if (parent->role == ProcessRole::kRank) process->worker_of_rank = parent->rank;
-    } else if (parent != nullptr && started_by_multiprocessing(*process) &&
-               (parent->role == ProcessRole::kMain || parent->role == ProcessRole::kRank)) {
+               ((is_python(*process) && is_python(*parent) && !rank_changed) ||
+                started_by_multiprocessing(*process))) {
       process->role = ProcessRole::kDataLoaderWorker;
       if (parent->role == ProcessRole::kRank) process->worker_of_rank = parent->rank;
     } else if (process->rank.has_value() && (rank_changed || process->pid == main_pid)) {
