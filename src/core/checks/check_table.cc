@@ -15,7 +15,10 @@ constexpr std::array<CheckSpec, 9> kChecks{{
     {"shm.capacity", "/dev/shm present, writable and big enough for the DataLoader",
      check_shm_capacity},
     {"shm.stale", "segments in /dev/shm and SysV shm that no live process holds", check_shm_stale},
-    {"tmp", "the temp dir Python will use: space, inodes, and a working AF_UNIX socket", check_tmp},
+    {"tmp",
+     "the temp dir Python will use: space, inodes, a working AF_UNIX socket, and exec for "
+     "compiled kernels",
+     check_tmp},
     {"disk.space", "free space and inodes of each --dir, and room for the next checkpoint",
      check_disk_space},
     {"memory", "available memory, swap, PSI, and the memory cgroup", check_memory},

@@ -1,8 +1,7 @@
-// tmp.space and tmp.socket: the temp dir Python's tempfile resolves to (with
-// its silent fallback, see probes/tempdir.h), its room, and whether
-// multiprocessing can make its "pymp-XXXXXXXX" dir and bind its Listener's
-// AF_UNIX socket there. What each outcome does to a PyTorch 1.13 job was
-// reproduced in ../shared/corpus (tmp_full): a fallback is silent, no usable
+// tmp.space and tmp.socket (tmp.exec is tmp_exec.cc): the temp dir Python's tempfile resolves to
+// (with its silent fallback, see probes/tempdir.h), its room, and whether multiprocessing can make
+// its "pymp-XXXXXXXX" dir and bind its Listener's AF_UNIX socket there. What each outcome does to a
+// PyTorch 1.13 job was reproduced in ../shared/corpus (tmp_full): a fallback is silent, no usable
 // candidate makes every DataLoader worker's feeder thread fail with "No usable
 // temporary directory found" and the training loop hang.
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
+#include "core/checks/tmp.h"
 #include "core/probes/tempdir.h"
 #include "core/units.h"
 
@@ -46,7 +46,7 @@ std::vector<std::string> runtime_tmp_remedies(const Runtime& runtime) {
     case RuntimeKind::kDocker:
     case RuntimeKind::kPodman:
       return {
-          "give the container its own /tmp: docker run --tmpfs /tmp:rw,size=1g,mode=1777 ... "
+          "give the container its own /tmp: docker run --tmpfs /tmp:rw,exec,size=1g,mode=1777 ... "
           "(or -v /path/on/host/tmp:/tmp)"};
     case RuntimeKind::kKubernetes:
       return {
@@ -223,7 +223,9 @@ std::vector<Finding> check_tmp(const CheckInput& input) {
   auto mounts = read_mountinfo(input.context);
   TmpState state{input, resolve_tempdir(input.context), std::nullopt, mounts ? &*mounts : nullptr};
   state.chosen = state.resolution.chosen();
-  return {tmp_space(state), tmp_socket(state)};
+  std::vector<Finding> findings{tmp_space(state), tmp_socket(state)};
+  if (auto exec = tmp_exec(input, state.chosen, state.mounts)) findings.push_back(std::move(*exec));
+  return findings;
 }
 
 }  // namespace headroom

@@ -71,6 +71,8 @@ bool MountEntry::read_only() const {
   return has_flag(mount_options, "ro") || has_flag(super_options, "ro");
 }
 
+bool MountEntry::no_exec() const { return has_flag(mount_options, "noexec"); }
+
 std::optional<std::string> MountEntry::option(std::string_view key) const {
   std::string_view options = super_options;
   std::size_t start = 0;

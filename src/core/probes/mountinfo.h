@@ -29,6 +29,8 @@ struct MountEntry {
   std::string super_options;
 
   [[nodiscard]] bool read_only() const;
+  /// Mounted noexec: the loader cannot map code from files on it.
+  [[nodiscard]] bool no_exec() const;
   /// Value of a "key=value" super option, e.g. option("size") -> "65536k".
   [[nodiscard]] std::optional<std::string> option(std::string_view key) const;
 };

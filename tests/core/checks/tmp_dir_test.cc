@@ -1,4 +1,4 @@
-// tmp.space and tmp.socket on writable copies of recorded trees: the probes
+// tmp.space, tmp.socket and tmp.exec on writable copies of recorded trees: the probes
 // really create, write, bind and remove files there, as on a live host.
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ TEST(CheckTmp, FullTmpFallsBackToVarTmpWithAWarning) {
   job.fs("/tmp", fs_stats(8 * kMiB, 0));
   job.fs("/var/tmp", fs_stats(64 * kMiB, 64 * kMiB));
   const auto findings = job.run();
-  ASSERT_EQ(findings.size(), 2U);
+  ASSERT_EQ(findings.size(), 3U);
   const Finding& space = findings[0];
   EXPECT_EQ(space.id, "tmp.space");
   EXPECT_EQ(space.severity, Severity::kWarn) << space.summary;
@@ -141,6 +141,79 @@ TEST(CheckTmp, RemediesSpeakTheRuntimesDialect) {
   TmpRun pod("tmp_full_fallback");
   EXPECT_NE(joined(pod.run(RuntimeKind::kKubernetes)[0].remedy).find("mountPath: /tmp"),
             std::string::npos);
+}
+
+/// The tmp.exec finding of a run.
+Finding exec_finding(TmpRun& job, RuntimeKind kind = RuntimeKind::kHost) {
+  for (Finding& finding : job.run(kind)) {
+    if (finding.id == "tmp.exec") return finding;
+  }
+  ADD_FAILURE() << "no tmp.exec finding";
+  return {};
+}
+
+/// tmp.exec on the tmp_noexec tree, recorded in a mount namespace with /tmp a
+/// tmpfs mounted noexec (as CIS hardening and Docker's --tmpfs do).
+Finding noexec_tmp(std::map<std::string, std::string> environment,
+                   RuntimeKind kind = RuntimeKind::kHost) {
+  TmpRun job("tmp_noexec");
+  job.fs("/tmp", fs_stats(64 * kMiB, 64 * kMiB));
+  job.context.environment = std::move(environment);
+  return exec_finding(job, kind);
+}
+
+TEST(CheckTmpExec, NoexecTmpWarnsThatCompiledKernelsCannotLoad) {
+  const Finding exec = noexec_tmp({{"USER", "alice"}, {"HOME", "/home/alice"}});
+  EXPECT_EQ(exec.severity, Severity::kWarn) << exec.summary;
+  EXPECT_EQ(exec.subject, "/tmp/torchinductor_alice");
+  EXPECT_EQ(exec.summary,
+            "/tmp is mounted noexec: torch.compile (inductor) writes its compiled kernels to "
+            "/tmp/torchinductor_alice and cannot load them (\"failed to map segment from shared "
+            "object\")");
+  EXPECT_EQ(evidence_text(exec, "inductor_cache_noexec"), "yes");
+  EXPECT_EQ(evidence_text(exec, "inductor_cache_mount_point"), "/tmp");
+  EXPECT_EQ(evidence_text(exec, "triton_cache_dir"), "/home/alice/.triton/cache");
+  EXPECT_EQ(evidence_text(exec, "triton_cache_noexec"), "no");
+  // Only the refused dir moves, to the job's own dir on an exec mount.
+  EXPECT_EQ(exec.remedy.front(),
+            "keep compiled kernels on a mount that allows exec, before the job starts: export "
+            "TORCHINDUCTOR_CACHE_DIR=/srv/job/.cache/torchinductor");
+  EXPECT_NE(joined(exec.remedy).find("sudo mount -o remount,exec /tmp"), std::string::npos);
+  EXPECT_NE(joined(noexec_tmp({{"USER", "alice"}}, RuntimeKind::kDocker).remedy)
+                .find("docker run --tmpfs /tmp:rw,exec,size=1g"),
+            std::string::npos);
+}
+
+TEST(CheckTmpExec, ACacheDirOnAnExecMountIsFine) {
+  const Finding exec =
+      noexec_tmp({{"USER", "alice"}, {"TORCHINDUCTOR_CACHE_DIR", "/srv/cache/inductor"}});
+  EXPECT_EQ(exec.severity, Severity::kOk) << exec.summary;
+  EXPECT_EQ(evidence_text(exec, "inductor_cache_origin"), "TORCHINDUCTOR_CACHE_DIR");
+  EXPECT_EQ(exec.summary,
+            "compiled kernels can be loaded: /srv/cache/inductor is on mounts that allow exec");
+}
+
+TEST(CheckTmpExec, TritonsOwnCacheOnANoexecTmpIsNamedToo) {
+  const Finding exec = noexec_tmp({{"LOGNAME", "bob"}, {"TRITON_CACHE_DIR", "/tmp/triton"}});
+  EXPECT_EQ(exec.severity, Severity::kWarn);
+  EXPECT_NE(exec.summary.find("/tmp/torchinductor_bob"), std::string::npos) << exec.summary;
+  EXPECT_NE(exec.summary.find("; Triton too, in /tmp/triton on /tmp"), std::string::npos)
+      << exec.summary;
+  EXPECT_NE(exec.remedy.front().find(
+                "export TORCHINDUCTOR_CACHE_DIR=/srv/job/.cache/torchinductor && export "
+                "TRITON_CACHE_DIR=/srv/job/.cache/triton"),
+            std::string::npos)
+      << exec.remedy.front();
+}
+
+TEST(CheckTmpExec, AnExecTmpIsOk) {
+  TmpRun job("tmp_full_fallback");
+  job.fs("/var/tmp", fs_stats(64 * kMiB, 64 * kMiB));
+  job.context.environment = {{"USER", "carol"}};
+  const Finding exec = exec_finding(job);
+  EXPECT_EQ(exec.severity, Severity::kOk) << exec.summary;
+  EXPECT_EQ(evidence_text(exec, "inductor_cache_dir"), "/var/tmp/torchinductor_carol");
+  EXPECT_EQ(evidence_text(exec, "inductor_cache_noexec"), "no");
 }
 
 }  // namespace
