@@ -8,11 +8,15 @@
 
 namespace headroom {
 
-double FsStats::used_percent() const {
-  const std::uint64_t used = used_bytes();
-  const std::uint64_t reachable = used + avail_bytes;
+double df_used_percent(std::uint64_t total, std::uint64_t free, std::uint64_t avail) {
+  const std::uint64_t used = total > free ? total - free : 0;
+  const std::uint64_t reachable = used + avail;
   if (reachable == 0) return 0.0;
   return 100.0 * static_cast<double>(used) / static_cast<double>(reachable);
+}
+
+double FsStats::used_percent() const {
+  return df_used_percent(total_bytes, free_bytes, avail_bytes);
 }
 
 double FsStats::inodes_used_percent() const {

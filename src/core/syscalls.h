@@ -12,6 +12,11 @@
 
 namespace headroom {
 
+/// df's Use%: used / (used + avail) with used = total - free, 0..100. Blocks
+/// reserved for root count neither as used nor as available, so 100 means an
+/// unprivileged writer has nothing left (0 for an empty or zero-size fs).
+[[nodiscard]] double df_used_percent(std::uint64_t total, std::uint64_t free, std::uint64_t avail);
+
 /// Capacity of one filesystem, as statvfs(3) reports it, in bytes and inodes.
 struct FsStats {
   std::uint64_t total_bytes = 0;

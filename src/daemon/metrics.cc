@@ -63,6 +63,9 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
     out.gauge("headroom_filesystem_avail_bytes", "Bytes an unprivileged writer can still write",
               labels, avail);
     out.gauge("headroom_filesystem_size_bytes", "Size of the filesystem in bytes", labels, size);
+    out.gauge("headroom_filesystem_free_bytes",
+              "Free bytes of the filesystem, including those reserved for root (f_bfree)", labels,
+              static_cast<double>(filesystem.free_bytes));
     out.gauge("headroom_filesystem_files", "Inodes of the filesystem", labels,
               static_cast<double>(filesystem.total_inodes));
     out.gauge("headroom_filesystem_files_free", "Free inodes of the filesystem", labels,

@@ -25,6 +25,7 @@ Json filesystem_json(const FilesystemSample& filesystem, const Predictions& pred
   json["mountpoint"] = filesystem.mountpoint;
   json["fstype"] = filesystem.fstype;
   json["size_bytes"] = filesystem.total_bytes;
+  json["free_bytes"] = filesystem.free_bytes;
   json["avail_bytes"] = filesystem.avail_bytes;
   json["used_percent"] = filesystem.used_percent();
   json["inodes_total"] = filesystem.total_inodes;

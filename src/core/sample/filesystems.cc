@@ -30,6 +30,7 @@ FilesystemSample sample_path(const Context& context, const std::vector<MountEntr
   }
   filesystem.ok = true;
   filesystem.total_bytes = stats->total_bytes;
+  filesystem.free_bytes = stats->free_bytes;
   filesystem.avail_bytes = stats->avail_bytes;
   filesystem.total_inodes = stats->total_inodes;
   filesystem.avail_inodes = stats->free_inodes;

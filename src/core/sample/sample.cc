@@ -19,10 +19,7 @@ std::string_view to_string(FsRole role) {
 }
 
 double FilesystemSample::used_percent() const {
-  if (total_bytes == 0) return 0.0;
-  // df's Use%: used / (used + avail), so root-reserved blocks count as full.
-  const double used = static_cast<double>(used_bytes());
-  return 100.0 * used / (used + static_cast<double>(avail_bytes));
+  return df_used_percent(total_bytes, free_bytes, avail_bytes);
 }
 
 double MemorySample::used_percent() const {

@@ -38,14 +38,17 @@ struct FilesystemSample {
   bool ok = false;     ///< false: the path vanished or statvfs failed; see `error`
   std::string error;
   std::uint64_t total_bytes = 0;
+  std::uint64_t free_bytes = 0;   ///< f_bfree: includes the blocks reserved for root
   std::uint64_t avail_bytes = 0;  ///< f_bavail: what a training job can still write
   std::uint64_t total_inodes = 0;
   std::uint64_t avail_inodes = 0;
 
   [[nodiscard]] std::uint64_t used_bytes() const {
-    return total_bytes > avail_bytes ? total_bytes - avail_bytes : 0;
+    return total_bytes > free_bytes ? total_bytes - free_bytes : 0;
   }
-  /// Used share of the space a writer can reach, 0..100 (0 for an empty fs).
+  /// Used share of the space a writer can reach, 0..100, as df's Use% (and
+  /// `check`) computes it: used / (used + avail). Root-reserved blocks count
+  /// neither as used nor as available, so 100 is reached when avail is 0.
   [[nodiscard]] double used_percent() const;
 };
 

@@ -28,6 +28,7 @@ Sample at(double t, std::uint64_t avail) {
   filesystem.device = "0:50";
   filesystem.ok = true;
   filesystem.total_bytes = kTotal;
+  filesystem.free_bytes = avail;  // a tmpfs: nothing reserved for root
   filesystem.avail_bytes = avail;
   sample.filesystems.push_back(filesystem);
   return sample;

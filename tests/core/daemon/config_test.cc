@@ -109,6 +109,7 @@ TEST(MetricFamilies, ShmHasItsOwnFamilyAndEtaOnlyWhenFilling) {
   shm.role = FsRole::kShm;
   shm.ok = true;
   shm.total_bytes = 100;
+  shm.free_bytes = 40;
   shm.avail_bytes = 40;
   snapshot.step.sample.filesystems.push_back(shm);
   FillEstimate estimate;

@@ -16,6 +16,7 @@ Sample sample_at(double seconds, std::int64_t avail, std::string device = "0:42"
   filesystem.device = std::move(device);
   filesystem.ok = true;
   filesystem.total_bytes = 10000;
+  filesystem.free_bytes = static_cast<std::uint64_t>(avail);
   filesystem.avail_bytes = static_cast<std::uint64_t>(avail);
   sample.filesystems.push_back(filesystem);
   sample.memory = MemorySample{1000, 500, 0, 0};
