@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/context.h"
-#include "core/report/text.h"
+#include "core/report/style.h"
 
 namespace headroom::cli {
 

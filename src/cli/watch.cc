@@ -6,13 +6,16 @@
 // code (watch_args.h).
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "cli/watch_args.h"
+#include "cli/watch_view.h"
 #include "core/alerts/watch_json.h"
 #include "core/units.h"
 
@@ -145,61 +148,6 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
   return config;
 }
 
-std::string eta_cell(const FillEstimate* estimate) {
-  if (estimate == nullptr || !estimate->rate) return "collecting";
-  if (!estimate->eta_seconds) return "not filling";
-  return format_duration(std::chrono::seconds(static_cast<std::int64_t>(*estimate->eta_seconds)));
-}
-
-/// The human form of one step: the filesystems first (what fills up), then memory.
-std::string render_step(const WatchStep& step) {
-  std::string out;
-  for (const FilesystemSample& filesystem : step.sample.filesystems) {
-    if (!filesystem.ok) {
-      out += fmt::format("{:<24} {:<4} not watchable: {}\n", filesystem.path,
-                         to_string(filesystem.role), filesystem.error);
-      continue;
-    }
-    out += fmt::format("{:<24} {:<4} {:>10} free of {:>10} ({:>6} used) {:<8} full in: {}\n",
-                       filesystem.path, to_string(filesystem.role),
-                       format_bytes(filesystem.avail_bytes), format_bytes(filesystem.total_bytes),
-                       format_percent(filesystem.used_percent()), filesystem.fstype,
-                       eta_cell(step.predictions.filesystem(filesystem.path)));
-  }
-  const Sample& sample = step.sample;
-  if (sample.memory) {
-    out += fmt::format("memory: {} available of {}, swap {} free of {}\n",
-                       format_bytes(sample.memory->available_bytes),
-                       format_bytes(sample.memory->total_bytes),
-                       format_bytes(sample.memory->swap_free_bytes),
-                       format_bytes(sample.memory->swap_total_bytes));
-  }
-  if (sample.pressure) {
-    out += fmt::format("memory pressure: some {:.2f}%, full {:.2f}% (avg10)\n",
-                       sample.pressure->some_avg10, sample.pressure->full_avg10);
-  }
-  if (sample.cgroup) {
-    out += fmt::format("cgroup {}: {} used, limit {}, {} OOM kill(s)\n", sample.cgroup->path,
-                       format_bytes(sample.cgroup->usage_bytes),
-                       sample.cgroup->limit_bytes ? format_bytes(*sample.cgroup->limit_bytes)
-                                                  : std::string("none"),
-                       sample.cgroup->oom_kills);
-  }
-  if (sample.fds) {
-    out += sample.fds->system
-               ? fmt::format("file handles: {} allocated system-wide of {}\n", sample.fds->open,
-                             sample.fds->limit)
-               : fmt::format("fds: {} open of {}\n", sample.fds->open, sample.fds->limit);
-  }
-  if (sample.shm_stale_bytes) {
-    out += fmt::format("stale /dev/shm: {}\n", format_bytes(*sample.shm_stale_bytes));
-  }
-  for (const ProbeStatus& probe : sample.probes) {
-    if (!probe.success) out += fmt::format("probe {} failed: {}\n", probe.probe, probe.error);
-  }
-  return out;
-}
-
 /// Runs the daemon with the parsed flags until a signal or --once/--count ends it.
 int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
   auto config = load_config(*args);
@@ -222,6 +170,12 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
   hooks.max_samples = once ? 1 : static_cast<std::uint64_t>(count);
   const bool bounded = hooks.max_samples != 0;
   std::uint64_t steps = 0;
+  // On a terminal an unbounded text run redraws its view every sample; as a
+  // service (stdout not a terminal) it prints nothing per sample, only alerts.
+  std::optional<LiveView> live;
+  if (!globals.json && !bounded && ::isatty(STDOUT_FILENO) == 1) {
+    live.emplace(stdout_style(globals), config->interval, config->watch.window);
+  }
   // --json: one JSON line per sample (pretty with --once); text: the last
   // sample of a bounded run. Flushed per line: a pipe reader sees each sample.
   hooks.on_step = [&](const WatchStep& step) {
@@ -231,6 +185,8 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
       fmt::print("{}\n", to_json(step).dump(once ? 2 : -1));
     } else if (bounded && steps == hooks.max_samples) {
       std::fputs(render_step(step).c_str(), stdout);
+    } else if (live) {
+      std::fputs(live->frame(step).c_str(), stdout);
     }
     std::fflush(stdout);
   };

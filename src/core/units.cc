@@ -166,6 +166,17 @@ std::string format_duration(std::chrono::seconds duration) {
   return fmt::format("{}d {}h", seconds / 86400, (seconds % 86400) / 3600);
 }
 
+std::string format_setting(std::chrono::milliseconds duration) {
+  if (duration.count() == 0) return "0s";
+  if (duration.count() < 0 || duration.count() % 1000 != 0) {
+    return fmt::format("{}ms", duration.count());
+  }
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(duration).count();
+  if (seconds % 3600 == 0) return fmt::format("{}h", seconds / 3600);
+  if (seconds % 60 == 0) return fmt::format("{}m", seconds / 60);
+  return format_duration(std::chrono::seconds(seconds));
+}
+
 std::string format_percent(double percent) { return fmt::format("{:.1f}%", percent); }
 
 }  // namespace headroom

@@ -25,6 +25,9 @@ namespace headroom {
 [[nodiscard]] std::string format_k8s_quantity(std::uint64_t bytes);
 /// "45s", "12m", "3h 20m", "2d 4h".
 [[nodiscard]] std::string format_duration(std::chrono::seconds duration);
+/// A duration as a flag or config file would say it: "200ms", "30s", "10m",
+/// "1h", else as format_duration ("1m 30s").
+[[nodiscard]] std::string format_setting(std::chrono::milliseconds duration);
 /// A percentage with one decimal: "85.3%".
 [[nodiscard]] std::string format_percent(double percent);
 

@@ -91,19 +91,8 @@ std::string where(const Origin& other, const Origin& blamed) {
 }
 
 /// "200ms", "30s", "1h 30m": a duration as a config file would say it.
-std::string show(std::chrono::milliseconds duration) {
-  if (duration.count() == 0) return "0s";
-  if (duration.count() < 0 || duration.count() % 1000 != 0) {
-    return fmt::format("{}ms", duration.count());
-  }
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(duration).count();
-  if (seconds % 3600 == 0) return fmt::format("{}h", seconds / 3600);
-  if (seconds % 60 == 0) return fmt::format("{}m", seconds / 60);
-  return format_duration(std::chrono::seconds(seconds));
-}
-std::string show(std::chrono::seconds duration) {
-  return show(std::chrono::milliseconds(duration));
-}
+std::string show(std::chrono::milliseconds duration) { return format_setting(duration); }
+std::string show(std::chrono::seconds duration) { return format_setting(duration); }
 /// "85", "85.5".
 std::string show(double number) { return fmt::format("{}", number); }
 

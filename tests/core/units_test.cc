@@ -53,6 +53,17 @@ TEST(FormatDockerSize, RoundsUp) {
   EXPECT_EQ(format_k8s_quantity(563 * kMiB), "563Mi");
 }
 
+TEST(FormatSetting, SaysADurationAsAFlagWould) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(format_setting(milliseconds(200)), "200ms");
+  EXPECT_EQ(format_setting(milliseconds(0)), "0s");
+  EXPECT_EQ(format_setting(milliseconds(5000)), "5s");
+  EXPECT_EQ(format_setting(milliseconds(600000)), "10m");
+  EXPECT_EQ(format_setting(milliseconds(3600000)), "1h");
+  EXPECT_EQ(format_setting(milliseconds(90000)), "1m 30s");
+  EXPECT_EQ(format_setting(milliseconds(1500)), "1500ms");
+}
+
 TEST(FormatDuration, PicksTheTwoLargestUnits) {
   EXPECT_EQ(format_duration(std::chrono::seconds(45)), "45s");
   EXPECT_EQ(format_duration(std::chrono::seconds(3600 * 3 + 20 * 60)), "3h 20m");

@@ -27,23 +27,6 @@ std::string evidence_line(const Finding& finding) {
 
 }  // namespace
 
-std::string severity_color(Severity severity, const TextStyle& style) {
-  if (!style.color) return "";
-  switch (severity) {
-    case Severity::kOk:
-      return "\x1b[32m";
-    case Severity::kUnknown:
-      return "\x1b[2m";
-    case Severity::kWarn:
-      return "\x1b[33m";
-    case Severity::kCritical:
-      return "\x1b[1;31m";
-  }
-  return "";
-}
-
-std::string color_reset(const TextStyle& style) { return style.color ? "\x1b[0m" : ""; }
-
 std::string render_finding(const Finding& finding, const TextStyle& style) {
   const std::string label = fmt::format("{:<8}", to_string(finding.severity));
   std::string out = fmt::format("{}{}{} {:<17} {}\n", severity_color(finding.severity, style),

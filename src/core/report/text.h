@@ -6,19 +6,9 @@
 #include <string>
 
 #include "core/finding.h"
+#include "core/report/style.h"
 
 namespace headroom {
-
-/// How to render for people.
-struct TextStyle {
-  bool color = false;
-  bool verbose = false;  ///< also evidence of ok findings, and the "why" lines
-};
-
-/// ANSI escape for a severity, or "" without colour.
-[[nodiscard]] std::string severity_color(Severity severity, const TextStyle& style);
-/// The ANSI reset, or "" without colour.
-[[nodiscard]] std::string color_reset(const TextStyle& style);
 
 /// Renders a report; ends with a newline.
 [[nodiscard]] std::string render_text(const Report& report, const TextStyle& style);
