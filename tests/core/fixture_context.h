@@ -39,4 +39,11 @@ inline std::string evidence_text(const Finding& finding, std::string_view name) 
   return "<missing>";
 }
 
+/// The remedy lines of a finding, one per line, to search in.
+inline std::string remedy_text(const Finding& finding) {
+  std::string text;
+  for (const std::string& line : finding.remedy) text += line + "\n";
+  return text;
+}
+
 }  // namespace headroom::testing

@@ -72,5 +72,7 @@ std::vector<Finding> check_fd_limit(const CheckInput& input);
 std::vector<Finding> check_container_runtime(const CheckInput& input);
 std::vector<Finding> check_kernel_oom(const CheckInput& input);
 std::vector<Finding> check_pids_limit(const CheckInput& input);
+std::vector<Finding> check_fsize_limit(const CheckInput& input);
+std::vector<Finding> check_memlock_limit(const CheckInput& input);
 
 }  // namespace headroom

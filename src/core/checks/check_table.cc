@@ -9,7 +9,7 @@ namespace headroom {
 
 namespace {
 
-constexpr std::array<CheckSpec, 9> kChecks{{
+constexpr std::array<CheckSpec, 11> kChecks{{
     {"container.runtime", "bare host, Docker, Kubernetes or Slurm; IPC namespace",
      check_container_runtime},
     {"shm.capacity", "/dev/shm present, writable and big enough for the DataLoader",
@@ -21,11 +21,15 @@ constexpr std::array<CheckSpec, 9> kChecks{{
      check_tmp},
     {"disk.space", "free space and inodes of each --dir, and room for the next checkpoint",
      check_disk_space},
-    {"memory", "available memory, swap, PSI, and the memory cgroup", check_memory},
+    {"memory", "available memory, swap, PSI, the memory cgroup, the commit limit and ulimit -v",
+     check_memory},
     {"fd.limit", "RLIMIT_NOFILE against PyTorch's file_descriptor sharing", check_fd_limit},
     {"kernel.oom", "OOM kills in the kernel log in the last 24 hours", check_kernel_oom},
     {"pids.limit", "room for the job's processes and threads: ulimit -u, pids cgroup, threads-max",
      check_pids_limit},
+    {"fsize.limit", "RLIMIT_FSIZE (ulimit -f) against checkpoints and logs", check_fsize_limit},
+    {"memlock.limit", "RLIMIT_MEMLOCK (ulimit -l) where RDMA devices exist (NCCL over InfiniBand)",
+     check_memlock_limit},
 }};
 
 bool selected(const CheckOptions& options, std::string_view id) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "core/checks/check.h"
+#include "core/checks/remedy.h"
 #include "core/probes/file_nr.h"
 #include "core/probes/limits.h"
 #include "core/units.h"
@@ -40,47 +41,12 @@ std::uint64_t estimated_need(const CheckOptions& options) {
          options.workers * options.prefetch * kTensorsPerBatch + kTorchProbeFds;
 }
 
-Evidence::Value limit_value(std::uint64_t value) {
-  if (value == Limit::kUnlimited) return std::string("unlimited");
-  return value;
-}
-
-std::string limit_text(std::uint64_t value) {
-  return value == Limit::kUnlimited ? "unlimited" : fmt::format("{}", value);
-}
+// How the tools that raise RLIMIT_NOFILE name it.
+constexpr RlimitNames kNofileNames{"-n", 1, "nofile", "LimitNOFILE", "nofile", "NOFILE"};
 
 std::vector<std::string> raise_remedies(const Runtime& runtime, const Limit& limit,
                                         std::uint64_t target) {
-  std::vector<std::string> lines;
-  if (limit.hard > limit.soft) {
-    lines.push_back(fmt::format(
-        "raise the soft limit to the hard limit (no privilege needed) in the shell that starts "
-        "the job: ulimit -n {}",
-        limit_text(limit.hard)));
-  }
-  switch (runtime.kind) {
-    case RuntimeKind::kDocker:
-    case RuntimeKind::kPodman:
-      lines.push_back(fmt::format("docker run --ulimit nofile={0}:{0} ...", target));
-      break;
-    case RuntimeKind::kKubernetes:
-      lines.emplace_back(
-          "a pod spec has no ulimit field: containers inherit the container runtime's "
-          "LimitNOFILE (containerd.service / crio); raise it on the nodes, or raise the soft "
-          "limit up to the hard one in the entrypoint (ulimit -n $(ulimit -Hn))");
-      break;
-    case RuntimeKind::kSlurm:
-      lines.emplace_back(
-          "Slurm propagates the submitting shell's limit: ulimit -n before sbatch/srun, or "
-          "srun --propagate=NOFILE");
-      [[fallthrough]];
-    case RuntimeKind::kHost:
-      lines.push_back(fmt::format(
-          "raise the hard limit: '* - nofile {0}' in /etc/security/limits.conf (new login), or "
-          "LimitNOFILE={0} in the job's systemd unit",
-          target));
-      break;
-  }
+  std::vector<std::string> lines = raise_limit_remedies(runtime, kNofileNames, limit, target);
   lines.emplace_back(
       "or avoid one fd per tensor: torch.multiprocessing.set_sharing_strategy('file_system') at "
       "the start of the job (named /dev/shm files instead; a crash leaves them: headroom clean)");

@@ -43,6 +43,22 @@ std::uint64_t job_memory_need(const CheckOptions& options) {
   return options.ranks * (options.workers + 1) * *options.worker_rss;
 }
 
+std::string job_memory_formula(const CheckOptions& options) {
+  if (!options.worker_rss) return "";
+  return fmt::format("{} ranks x ({} workers + 1) x {}", options.ranks, options.workers,
+                     format_bytes(*options.worker_rss));
+}
+
+std::uint64_t with_margin(std::uint64_t need) {
+  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 1.1));
+}
+
+std::uint64_t workers_that_fit(const CheckOptions& options, std::uint64_t room) {
+  if (!options.worker_rss || *options.worker_rss == 0) return 0;
+  const std::uint64_t processes = room / (options.ranks * *options.worker_rss);
+  return processes > 1 ? processes - 1 : 0;
+}
+
 Finding check_memory_available(const CheckInput& input) {
   const CheckOptions& options = input.options;
   Finding finding;
@@ -82,9 +98,8 @@ Finding check_memory_available(const CheckInput& input) {
 
   if (const std::uint64_t need = job_memory_need(options); need > 0) {
     finding.add("job_need_bytes", need, "bytes");
-    const std::string formula = fmt::format("{} ranks x ({} workers + 1) x {}", options.ranks,
-                                            options.workers, format_bytes(*options.worker_rss));
-    const auto margin = static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 1.1));
+    const std::string formula = job_memory_formula(options);
+    const std::uint64_t margin = with_margin(need);
     if (need > info->available_bytes) {
       raise(
           finding, Severity::kCritical,
@@ -103,11 +118,9 @@ Finding check_memory_available(const CheckInput& input) {
 
   if (finding.severity != Severity::kOk) {
     if (options.worker_rss && options.workers > 0) {
-      const std::uint64_t per_rank = *options.worker_rss * options.ranks;
-      const std::uint64_t fit = info->available_bytes / per_rank;
       finding.remedy.push_back(
           fmt::format("fewer DataLoader workers: num_workers={} fits in what is available now",
-                      fit > 1 ? fit - 1 : 0));
+                      workers_that_fit(options, info->available_bytes)));
     }
     finding.remedy.emplace_back(
         "find and stop what else uses memory: ps -eo pid,rss,comm --sort=-rss | head");
@@ -121,7 +134,7 @@ Finding check_memory_available(const CheckInput& input) {
 }
 
 std::vector<Finding> check_memory(const CheckInput& input) {
-  return {check_memory_available(input), check_memory_cgroup(input)};
+  return {check_memory_available(input), check_memory_cgroup(input), check_memory_commit(input)};
 }
 
 }  // namespace headroom

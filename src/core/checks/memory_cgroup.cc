@@ -7,8 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "core/checks/memory.h"
 #include "core/probes/cgroup.h"
 #include "core/units.h"
@@ -119,11 +117,8 @@ Finding check_memory_cgroup(const CheckInput& input) {
     const std::uint64_t limit = *cgroup->effective_limit_bytes;
     const std::uint64_t room = *cgroup->headroom_bytes();
     finding.add("room_bytes", room, "bytes");
-    const auto margin = static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 1.1));
-    const std::string formula =
-        options.worker_rss ? fmt::format("{} ranks x ({} workers + 1) x {}", options.ranks,
-                                         options.workers, format_bytes(*options.worker_rss))
-                           : "";
+    const std::uint64_t margin = with_margin(need);
+    const std::string formula = job_memory_formula(options);
     if (need > 0 && need > room) {
       finding.severity = Severity::kCritical;
       finding.summary = fmt::format(

@@ -74,20 +74,22 @@ std::optional<Limit> find_limit(const std::vector<LimitEntry>& rows, std::string
   return std::nullopt;
 }
 
-Result<Limit> read_open_files_limit(const Context& context, std::string& source) {
+Result<Limit> read_limit(const Context& context, std::string_view name) {
   auto rows = read_limits(context);
-  if (rows) {
-    if (auto limit = find_limit(*rows, "Max open files")) {
-      source = context.root.display(context.process_file("limits")).string();
-      return *limit;
-    }
+  if (!rows) return fail(rows.error());
+  if (auto limit = find_limit(*rows, name)) return *limit;
+  return fail(Error::parse(fmt::format(
+      "{}: no '{}' row", context.root.display(context.process_file("limits")).string(), name)));
+}
+
+Result<Limit> read_open_files_limit(const Context& context, std::string& source) {
+  auto limit = read_limit(context, "Max open files");
+  if (limit) {
+    source = context.root.display(context.process_file("limits")).string();
+    return *limit;
   }
   // getrlimit() answers for headroom itself, which is the examined process only for "self".
-  if (context.pid != "self" || context.syscalls == nullptr) {
-    if (!rows) return fail(rows.error());
-    return fail(Error::parse(
-        fmt::format("{}: no 'Max open files' row", context.process_file("limits").string())));
-  }
+  if (context.pid != "self" || context.syscalls == nullptr) return fail(limit.error());
   source = "getrlimit(RLIMIT_NOFILE)";
   return context.syscalls->open_files_limit();
 }

@@ -31,6 +31,9 @@ struct LimitEntry {
 /// The row called `name`, e.g. find_limit(rows, "Max open files").
 [[nodiscard]] std::optional<Limit> find_limit(const std::vector<LimitEntry>& rows,
                                               std::string_view name);
+/// One limit of the context's process, e.g. read_limit(context, "Max locked memory");
+/// an Error names the file when it cannot be read or has no such row.
+[[nodiscard]] Result<Limit> read_limit(const Context& context, std::string_view name);
 
 /// RLIMIT_NOFILE of the context's process: /proc/<pid>/limits, or getrlimit(2)
 /// through context.syscalls when that file cannot be read and the process is "self".
