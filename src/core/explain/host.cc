@@ -221,6 +221,34 @@ Confidence step(Confidence confidence, int by) {
   return static_cast<Confidence>(value);
 }
 
+/// The log shows a write failing as on a full disk (torch.save's "PytorchStreamWriter
+/// failed writing file" is the same for EFBIG), and this host has a file size limit:
+/// that limit becomes a candidate, first unless a filesystem the log names is full now.
+void add_file_size_candidate(Diagnosis& diagnosis, const HostConfirmation& host,
+                             const HostFact& fact) {
+  auto disk =
+      std::find_if(diagnosis.candidates.begin(), diagnosis.candidates.end(),
+                   [](const Candidate& candidate) { return candidate.cause == "disk_full"; });
+  if (disk == diagnosis.candidates.end()) return;
+  const bool disk_full_now =
+      std::any_of(host.facts.begin(), host.facts.end(), [](const HostFact& other) {
+        return other.cause == "disk_full" && other.verdict == HostVerdict::kConfirms;
+      });
+  Candidate limit;
+  limit.cause = "file_size_limit";
+  limit.score = disk_full_now ? disk->score - 1 : disk->score + 1;
+  limit.confidence = disk_full_now ? step(disk->confidence, -1) : disk->confidence;
+  limit.signatures = disk->signatures;
+  limit.matches = disk->matches;
+  limit.reasoning.push_back(fmt::format(
+      "the log shows a write that failed as on a full disk, and on this host {}: a file larger "
+      "than the limit fails with the same words{}.",
+      fact.summary,
+      disk_full_now ? "; but a filesystem the log names is full too"
+                    : "; no filesystem the log names is full now"));
+  diagnosis.candidates.push_back(std::move(limit));
+}
+
 }  // namespace
 
 std::string_view to_string(HostVerdict verdict) {
@@ -256,6 +284,10 @@ HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagno
   // pids.limit with a one-process job: the room left under the limit that binds.
   if (has_candidate(diagnosis, "pid_limit"))
     add_check_facts(context, {"pids.limit"}, "pid_limit", host);
+  // torch.save prints the words of a full disk for EFBIG too: read the limit for both.
+  if (has_candidate(diagnosis, "file_size_limit") || has_candidate(diagnosis, "disk_full")) {
+    add_check_facts(context, {"fsize.limit"}, "file_size_limit", host);
+  }
   if (has_candidate(diagnosis, "memlock_limit")) add_memlock_facts(context, host);
   if (has_candidate(diagnosis, "inotify_limit")) add_inotify_facts(context, host);
   return host;
@@ -287,6 +319,11 @@ void apply_host(Diagnosis& diagnosis, const HostConfirmation& host) {
       diagnosis.candidates.push_back(std::move(stale));
       continue;
     }
+    if (fact.cause == "file_size_limit" && fact.verdict == HostVerdict::kConfirms &&
+        found == diagnosis.candidates.end()) {
+      add_file_size_candidate(diagnosis, host, fact);
+      continue;
+    }
     if (found == diagnosis.candidates.end()) continue;
     if (fact.verdict == HostVerdict::kConfirms) {
       found->score += 5;
@@ -314,6 +351,12 @@ std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime&
   } else if (verdict->cause == "shm_stale") {
     lines.emplace_back(
         "remove the segments no live process holds: headroom clean --shm (lists them first)");
+  } else if (verdict->cause == "file_size_limit") {
+    // The catalog's words, so that the same remedy of an EFBIG signature is not listed twice.
+    lines.emplace_back(
+        "remove the file size limit in the shell that starts the job: ulimit -f unlimited "
+        "(headroom check --only fsize names the fix for this runtime: limits.conf fsize, "
+        "LimitFSIZE=, docker --ulimit fsize=-1:-1)");
   } else if (verdict->cause == "fd_limit" && runtime.kind == RuntimeKind::kDocker) {
     lines.emplace_back("docker run --ulimit nofile=65536:65536 ...");
   }

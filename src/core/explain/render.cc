@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/report/json.h"
 #include "core/signatures/catalog.h"
 #include "core/signatures/normalize.h"
@@ -35,6 +37,9 @@ std::string_view describe(std::string_view cause) {
     return "the locked-memory limit (ulimit -l) is too low for InfiniBand/RDMA";
   if (cause == "port_in_use")
     return "a port the job listens on is held by another process (a leftover run?)";
+  if (cause == "file_size_limit")
+    return "a file reached the largest size allowed: the file size limit (ulimit -f) or the "
+           "filesystem's maximum file size";
   if (cause == "gpu_oom") return "the GPU ran out of its own memory (not a host problem)";
   if (cause == "dataset_code") return "an exception in the dataset code (not a host problem)";
   if (cause == "nccl_network")
@@ -158,7 +163,10 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
   out += fmt::format("\n{}Evidence{}\n", bold, reset);
   std::size_t shown = 0;
   for (const EvidenceLine& line : diagnosis.evidence) {
-    const bool relevant = line.cause == verdict->cause;
+    // A candidate the host check added (shm_stale, file_size_limit) rests on another cause's lines.
+    const bool relevant = line.cause == verdict->cause ||
+                          std::find(verdict->signatures.begin(), verdict->signatures.end(),
+                                    line.signature) != verdict->signatures.end();
     if (!relevant && !style.verbose) continue;
     if (++shown > 12 && !style.verbose) break;
     std::string text =

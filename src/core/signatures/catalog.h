@@ -16,8 +16,9 @@ namespace headroom {
 
 /// The causes explain reports. Host causes first; the rest are not the host's fault.
 inline constexpr std::string_view kHostCauses[] = {
-    "shm_too_small", "shm_stale",   "disk_full", "tmp_full",      "host_oom",      "fd_limit",
-    "pid_limit",     "fs_readonly", "io_error",  "inotify_limit", "memlock_limit", "port_in_use"};
+    "shm_too_small", "shm_stale",   "disk_full",      "tmp_full", "host_oom",
+    "fd_limit",      "pid_limit",   "fs_readonly",    "io_error", "inotify_limit",
+    "memlock_limit", "port_in_use", "file_size_limit"};
 /// True for the causes that a host resource explains (kHostCauses).
 [[nodiscard]] bool is_host_cause(std::string_view cause);
 
