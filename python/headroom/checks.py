@@ -104,7 +104,8 @@ def check(dirs: Dirs = None, *, workers: int = 0, batch_bytes: Optional[Size] = 
         batch_bytes: bytes of one batch (int or "32MiB"); headroom.torch.shm_need measures it.
         prefetch: DataLoader prefetch_factor.
         ranks: training processes on this host.
-        gpus: GPUs on this host (NCCL's shared-memory transport).
+        gpus: GPUs on this host (NCCL's shared-memory transport, CUDA's address space under
+            ulimit -v, the locked memory NCCL registers for InfiniBand).
         ckpt_bytes: size of one checkpoint; keep: checkpoints kept at once.
         worker_rss: resident memory of one training or worker process.
         only: run only these checks (ids or prefixes, e.g. "shm"); see headroom.CHECKS.

@@ -36,7 +36,8 @@ void add_check_flags(CLI::App& app, CheckFlags& flags) {
   app.add_option("--prefetch", flags.prefetch, "DataLoader prefetch_factor (default 2)");
   app.add_option("--batch-bytes", flags.batch_bytes, "bytes of one batch, e.g. 32MiB");
   app.add_option("--ranks", flags.ranks, "training processes per host (default 1)");
-  app.add_option("--gpus", flags.gpus, "GPUs per host, for NCCL's shared-memory transport");
+  app.add_option("--gpus", flags.gpus,
+                 "GPUs per host: NCCL's shm transport, CUDA's address space, RDMA memlock");
   app.add_option("--worker-rss", flags.worker_rss, "resident memory of one process, e.g. 3GiB");
   app.add_option("--warn-percent", flags.warn_percent, "use% that warns (default 85)");
   app.add_option("--critical-percent", flags.critical_percent,
