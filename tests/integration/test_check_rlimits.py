@@ -107,9 +107,11 @@ timeout -k 5 120 "$PY" job.py
                            result)
     severity, result = outcomes["614400"]
     assert severity == "critical"
-    assert result.returncode != 0
-    assert ("failed to map segment from shared object" in result.stderr
-            or "MemoryError" in result.stderr or "bad_alloc" in result.stderr), result.stderr[-2000:]
+    assert result.returncode != 0 and "trained" not in result.stdout
+    # `import torch` itself fails; how depends on which allocation is refused first
+    # (seen: "failed to map segment from shared object", MemoryError, std::bad_alloc,
+    # "SystemError: error return without exception set"), so only the place is fixed.
+    assert 'job.py", line 2, in <module>' in result.stderr, result.stderr[-2000:]
     for limit, expected in (("1048576", "warn"), ("unlimited", "ok")):
         severity, result = outcomes[limit]
         assert severity == expected
