@@ -43,9 +43,11 @@ pytest: build
 promtool: deps
 	tests/promtool/run
 
+# The unit tests under ASan+UBSan: only their binary is built (the CLI is not
+# run here; the dev build's integration tests run it).
 asan: deps
 	cmake --preset asan >/dev/null
-	cmake --build build/asan -j $(JOBS) --target headroom_tests headroom
+	cmake --build build/asan -j $(JOBS) --target headroom_tests
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS) -L unit
 
 test: build

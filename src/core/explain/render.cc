@@ -169,13 +169,13 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
                                     line.signature) != verdict->signatures.end();
     if (!relevant && !style.verbose) continue;
     if (++shown > 12 && !style.verbose) break;
-    std::string text =
-        line.text.size() > 160 && !style.verbose ? line.text.substr(0, 157) + "..." : line.text;
-    out += fmt::format("  {}{:>8}{}  {}  {}[{}]{}\n", dim, location(line), reset, text, dim,
-                       line.signature, reset);
+    const bool cut = line.text.size() > 160 && !style.verbose;
+    const std::string_view text = cut ? std::string_view(line.text).substr(0, 157) : line.text;
+    out += fmt::format("  {}{:>8}{}  {}{}  {}[{}]{}\n", dim, location(line), reset, text,
+                       cut ? "..." : "", dim, line.signature, reset);
   }
   out += fmt::format("\n{}Reasoning{}\n", bold, reset);
-  for (const std::string& step : verdict->reasoning) out += "  - " + step + "\n";
+  for (const std::string& step : verdict->reasoning) out += fmt::format("  - {}\n", step);
 
   if (host.performed) {
     out += fmt::format("\n{}On this host{} ({})\n", bold, reset, to_string(host.runtime.kind));
