@@ -1,6 +1,6 @@
 # The README's commands. `make run` sets up everything and runs `headroom check`
 # on this host; `make test` sets up everything and runs every test suite.
-.PHONY: deps build run install test unit integration pytest promtool asan bench format format-check tidy clean
+.PHONY: deps build run install test unit integration pytest promtool asan asan-build bench format format-check tidy clean
 
 JOBS ?= $(shell nproc)
 BUILD := build/dev
@@ -45,9 +45,11 @@ promtool: deps
 
 # The unit tests under ASan+UBSan: only their binary is built (the CLI is not
 # run here; the dev build's integration tests run it).
-asan: deps
+asan-build: deps
 	cmake --preset asan >/dev/null
 	cmake --build build/asan -j $(JOBS) --target headroom_tests
+
+asan: asan-build
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS) -L unit
 
 test: build

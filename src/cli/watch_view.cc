@@ -111,9 +111,11 @@ std::string LiveView::frame(const WatchStep& step) {
   }
   out += fmt::format("\n{} alert(s) firing:\n", shown.size());
   for (const AlertEvent* event : shown) {
+    // The summary is the firing event's; the rows above have the values now.
     out +=
-        fmt::format("  {}{:<8}{} {:<20} {}\n", severity_color(event->severity, style_),
-                    to_string(event->severity), color_reset(style_), event->rule, event->summary);
+        fmt::format("  {}{:<8}{} {:<20} {} (since {})\n", severity_color(event->severity, style_),
+                    to_string(event->severity), color_reset(style_), event->rule, event->summary,
+                    clock_time(event->started));
   }
   return out;
 }

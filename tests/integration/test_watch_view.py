@@ -72,7 +72,7 @@ def test_a_terminal_gets_a_live_view_with_the_alerts_firing(scratch: Path):
     assert "1 alert(s) firing:" in last, last  # warn is also firing: the worse one is shown
     # Critical in bold red, then the rule and its summary.
     assert "\x1b[1;31mcritical\x1b[0m filesystem_usage" in last, last
-    assert f"{mnt} is 9" in last and "% full" in last, last
+    assert f"{mnt} is 9" in last and "% full" in last and "(since " in last, last
 
 
 def test_no_color_keeps_the_view_plain(scratch: Path):
