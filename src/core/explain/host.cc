@@ -343,11 +343,20 @@ std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime&
   std::vector<std::string> lines;
   const Candidate* verdict = diagnosis.verdict();
   if (verdict == nullptr) return lines;
+  std::string_view generic;  // a catalog remedy that the lines below already say concretely
   if (verdict->cause == "shm_too_small") {
     // NCCL names its segment size; a DataLoader does not, so ask for a size that fits common jobs.
     std::uint64_t need = 2 * kGiB;
     for (std::uint64_t size : diagnosis.fields.sizes) need = std::max(need, size * 16);
     lines = shm_resize_remedies(runtime, need);
+    // Those lines are the concrete form of the catalog's "give the job a larger /dev/shm".
+    for (const std::string& remedy : diagnosis.remedies) {
+      if (remedy.find("stale segments") != std::string::npos) {
+        lines.emplace_back("or remove the segments of dead jobs: headroom clean --shm");
+        break;
+      }
+    }
+    generic = "give the job a larger /dev/shm";
   } else if (verdict->cause == "shm_stale") {
     lines.emplace_back(
         "remove the segments no live process holds: headroom clean --shm (lists them first)");
@@ -361,7 +370,16 @@ std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime&
     lines.emplace_back("docker run --ulimit nofile=65536:65536 ...");
   }
   for (const std::string& remedy : diagnosis.remedies) {
-    if (std::find(lines.begin(), lines.end(), remedy) == lines.end()) lines.push_back(remedy);
+    if (!generic.empty() && remedy.starts_with(generic)) continue;
+    // Signatures of one cause word the same advice more or less fully: keep the fuller.
+    auto same = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.starts_with(remedy) || remedy.starts_with(line);
+    });
+    if (same == lines.end()) {
+      lines.push_back(remedy);
+    } else if (remedy.size() > same->size()) {
+      *same = remedy;
+    }
   }
   return lines;
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/signatures/analyze.h"
 
 namespace headroom {
@@ -58,6 +60,37 @@ TEST(RemediesFor, ShmTooSmallSpeaksTheRuntimesDialect) {
   Runtime kubernetes;
   kubernetes.kind = RuntimeKind::kKubernetes;
   EXPECT_NE(remedies_for(diagnosis, kubernetes).front().find("emptyDir"), std::string::npos);
+}
+
+TEST(RemediesFor, ShmTooSmallSaysTheResizeOnceAndPointsAtStaleSegments) {
+  // The bus error in a worker, then torch's ENOSPC: two signatures, each with "give the job
+  // a larger /dev/shm" in its catalog remedies, which the resize command already says.
+  const Diagnosis diagnosis = testing::analyze_text(
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+      "shared memory (shm).\n"
+      "RuntimeError: DataLoader worker (pid 6062) is killed by signal: Bus error. \n"
+      "RuntimeError: unable to write to file </torch_26711_3635627799_2>: No space left on "
+      "device (28)\n");
+  ASSERT_EQ(testing::verdict_cause(diagnosis), "shm_too_small");
+  Runtime host;
+  host.kind = RuntimeKind::kHost;
+  const std::vector<std::string> lines = remedies_for(diagnosis, host);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front(), "sudo mount -o remount,size=2048m /dev/shm");
+  for (const std::string& line : lines) {
+    EXPECT_FALSE(line.starts_with("give the job a larger")) << line;
+  }
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "or remove the segments of dead jobs: headroom clean --shm"),
+            lines.end());
+  EXPECT_EQ(std::count_if(
+                lines.begin(), lines.end(),
+                [](const std::string& line) { return line.starts_with("or lower num_workers"); }),
+            1);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "or lower num_workers / prefetch_factor / batch size so fewer batches are "
+                      "in flight in /dev/shm"),
+            lines.end());
 }
 
 }  // namespace
