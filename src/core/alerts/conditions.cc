@@ -24,6 +24,14 @@ std::map<std::string, std::string> filesystem_labels(const FilesystemSample& fil
           {"role", std::string(to_string(filesystem.role))}};
 }
 
+/// The filesystem as a person reads it: its mount point, and the watched path on it when
+/// that is not the mount point ("/mnt (holding /mnt/ckpt)"), so an alert about "/" still
+/// says which of the user's dirs it concerns.
+std::string filesystem_name(const FilesystemSample& filesystem) {
+  if (filesystem.path == filesystem.mountpoint) return filesystem.mountpoint;
+  return fmt::format("{} (holding {})", filesystem.mountpoint, filesystem.path);
+}
+
 /// One filesystem per device: a dir and /tmp on the same disk alert once.
 std::vector<const FilesystemSample*> distinct_filesystems(const Sample& sample) {
   std::vector<const FilesystemSample*> result;
@@ -40,9 +48,9 @@ std::vector<const FilesystemSample*> distinct_filesystems(const Sample& sample) 
 void usage_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
                       std::vector<AlertCondition>& out) {
   const double used = filesystem.used_percent();
-  const std::string summary =
-      fmt::format("{} is {} full ({} free of {})", filesystem.mountpoint, format_percent(used),
-                  format_bytes(filesystem.avail_bytes), format_bytes(filesystem.total_bytes));
+  const std::string summary = fmt::format(
+      "{} is {} full ({} free of {})", filesystem_name(filesystem), format_percent(used),
+      format_bytes(filesystem.avail_bytes), format_bytes(filesystem.total_bytes));
   for (const auto& [severity, threshold] :
        {std::pair{Severity::kWarn, config.warn_percent},
         std::pair{Severity::kCritical, config.critical_percent}}) {
@@ -115,7 +123,7 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
   for (const FilesystemSample* filesystem : distinct_filesystems(sample)) {
     usage_conditions(config_, *filesystem, out);
     eta_condition(config_, "filesystem_fill_eta", filesystem->mountpoint,
-                  predictions.filesystem(filesystem->path), filesystem->mountpoint,
+                  predictions.filesystem(filesystem->path), filesystem_name(*filesystem),
                   filesystem_labels(*filesystem), Severity::kCritical, out);
   }
   for (const FilesystemSample& filesystem : sample.filesystems) {

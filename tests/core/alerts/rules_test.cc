@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "core/alerts/watcher.h"
@@ -180,6 +181,22 @@ TEST(AlertEngine, CheckpointThatWillNotFit) {
                 Severity::kCritical)
                 .firing,
             0);
+}
+
+TEST(AlertEngine, AFilesystemAlertNamesTheWatchedDirOnIt) {
+  // --dir /mnt/ckpt on a tmpfs mounted at /mnt: one alert per filesystem, keyed by the
+  // mount point, but the words say which watched dir it concerns.
+  AlertEngine engine;
+  Sample sample = at(0, 1000);
+  sample.filesystems[0].path = "/mnt/ckpt";
+  sample.filesystems[0].mountpoint = "/mnt";
+  const std::vector<AlertEvent> events = engine.evaluate(sample, {});
+  const auto usage = std::find_if(events.begin(), events.end(), [](const AlertEvent& event) {
+    return event.rule == "filesystem_usage" && event.severity == Severity::kCritical;
+  });
+  ASSERT_NE(usage, events.end());
+  EXPECT_EQ(usage->subject, "/mnt");
+  EXPECT_EQ(usage->summary, "/mnt (holding /mnt/ckpt) is 99.0% full (1000 B free of 97.7 KiB)");
 }
 
 TEST(AlertEngine, MissingPathIsReportedAndResolvesWhenBack) {
