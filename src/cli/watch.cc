@@ -101,6 +101,7 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
     if (keep < 1) return fail(Error::invalid("--keep must be >= 1"));
     config.watch.alerts.keep = static_cast<std::uint64_t>(keep);
   }
+  if (const std::string* host = args.last(kHost)) config.host = *host;
   if (args.has(kNoStderr)) config.stderr_alerts = false;
   if (args.has(kNoShmStale)) config.watch.sample.shm_stale = false;
   if (args.has(kWebhookRetries)) {
@@ -140,7 +141,8 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
       {kCkptSize, "alerts.ckpt_size"},
       {kWebhookTimeout, "delivery.timeout"},
       {kWebhookRetries, "delivery.retries"},
-      {kQueue, "delivery.queue"}};
+      {kQueue, "delivery.queue"},
+      {kHost, "host"}};
   for (const auto& [option, key] : kFlagKeys) {
     if (args.has(option)) config.origins[key] = daemon::Origin::of_flag(flag_name(option));
   }

@@ -65,6 +65,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {kWebhookRetries, "webhook-retries", Takes::kValue, "N",
      "retries after a failed delivery (default 3)"},
     {kQueue, "queue", Takes::kValue, "N", "pending alerts per sink before dropping (default 256)"},
+    {kHost, "host", Takes::kValue, "NAME",
+     "this machine's name in alerts sent off it (default: its host name)"},
     {kJson, "json", Takes::kNothing, "",
      "one JSON line per sample, pretty with --once (schema: docs/json.md)"},
     {kNoColor, "no-color", Takes::kNothing, "", "no colour even on a terminal (also: NO_COLOR=1)"},

@@ -44,6 +44,7 @@ enum class WatchOpt : int {
   kWebhookTimeout,
   kWebhookRetries,
   kQueue,
+  kHost,
   // global flags
   kJson,
   kNoColor,

@@ -262,6 +262,9 @@ Result<void> apply_top(const Reader& reader, const toml::table& root, DaemonConf
     } else if (key == "listen") {
       applied = reader.string(node, key).map(
           [&](std::string value) { config.listen = std::move(value); });
+    } else if (key == "host") {
+      applied =
+          reader.string(node, key).map([&](std::string value) { config.host = std::move(value); });
     } else if (key == "dirs") {
       applied = reader.strings(node, key).map([&](const std::vector<std::string>& dirs) {
         config.watch.sample.dirs.assign(dirs.begin(), dirs.end());

@@ -61,8 +61,11 @@ struct DaemonConfig {
   WatchOptions watch;
   std::chrono::milliseconds interval{5000};
   std::optional<std::string> listen;  ///< "ADDR:PORT"; nullopt: no exporter
-  std::vector<SinkSpec> sinks;        ///< besides stderr
-  bool stderr_alerts = true;          ///< the default sink: one line per event on stderr
+  /// Names this machine in alerts sent off it (webhooks, chat, JSON lines, exec); empty: the
+  /// kernel's node name (uname -n). In a pod that is the pod's: the DaemonSet passes the node's.
+  std::string host;
+  std::vector<SinkSpec> sinks;  ///< besides stderr
+  bool stderr_alerts = true;    ///< the default sink: one line per event on stderr
   DeliveryOptions delivery;
   /// Where each key that is not a default was set, by its TOML name
   /// ("interval", "alerts.warn_percent", "delivery.queue"), for validate()'s errors.

@@ -92,6 +92,7 @@ std::vector<std::string> alert_environment(const AlertEvent& event) {
           fmt::format("HEADROOM_ALERT_VALUE={}", event.value),
           fmt::format("HEADROOM_ALERT_THRESHOLD={}", event.threshold),
           "HEADROOM_ALERT_TIME=" + rfc3339(event.time),
+          "HEADROOM_ALERT_HOST=" + event.host,
           "HEADROOM_ALERT_JSON=" + to_json(event).dump()};
 }
 

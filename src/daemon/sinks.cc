@@ -24,7 +24,10 @@ class StderrSink final : public AlertSink {
  public:
   std::string describe() const override { return "stderr"; }
   Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
-    const std::string line = alert_line(event) + "\n";
+    // This host's own log: no need to name the host.
+    AlertEvent local = event;
+    local.host.clear();
+    const std::string line = alert_line(local) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return {};
   }
@@ -98,7 +101,8 @@ class SignalSink final : public AlertSink {
 std::string alert_line(const AlertEvent& event) {
   std::string kind(to_string(event.kind));
   for (char& letter : kind) letter = static_cast<char>(std::toupper(letter));
-  return fmt::format("headroom: {} {} {} {}: {}", kind, to_string(event.severity), event.rule,
+  const std::string who = event.host.empty() ? "headroom" : "headroom on " + event.host;
+  return fmt::format("{}: {} {} {} {}: {}", who, kind, to_string(event.severity), event.rule,
                      event.subject, event.summary);
 }
 

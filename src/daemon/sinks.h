@@ -31,11 +31,13 @@ class AlertSink {
 [[nodiscard]] Result<std::unique_ptr<AlertSink>> make_sink(const SinkSpec& spec,
                                                            const DeliveryOptions& delivery);
 
-/// The one line a person reads: "headroom: FIRING critical filesystem_fill_eta /ckpt: ...".
+/// The one line a person reads: "headroom: FIRING critical filesystem_fill_eta /ckpt: ...",
+/// "headroom on gpu-07: FIRING ..." when the event names its host.
 [[nodiscard]] std::string alert_line(const AlertEvent& event);
 
 /// Environment variables describing an event, for the exec sink:
-/// HEADROOM_ALERT_KIND, _RULE, _SUBJECT, _SEVERITY, _SUMMARY, _VALUE, _THRESHOLD, _TIME, _JSON.
+/// HEADROOM_ALERT_KIND, _RULE, _SUBJECT, _SEVERITY, _SUMMARY, _VALUE, _THRESHOLD, _TIME, _HOST,
+/// _JSON.
 [[nodiscard]] std::vector<std::string> alert_environment(const AlertEvent& event);
 
 }  // namespace headroom::daemon

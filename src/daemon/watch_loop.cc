@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <prometheus/exposer.h>
 #include <pthread.h>
+#include <sys/utsname.h>
 
 #include <csignal>
 #include <ctime>
@@ -70,12 +71,19 @@ class SignalWatcher {
   bool reload_ = false;
 };
 
+/// The kernel's name for this machine (uname -n); "" if it cannot say.
+std::string node_name() {
+  utsname names{};
+  return ::uname(&names) == 0 ? std::string(names.nodename) : std::string();
+}
+
 /// The sinks of one config, each on its worker thread.
 class SinkSet {
  public:
   static Result<std::unique_ptr<SinkSet>> build(const DaemonConfig& config,
                                                 const LoopHooks& hooks) {
     auto set = std::make_unique<SinkSet>();
+    set->host_ = config.host.empty() ? node_name() : config.host;
     std::vector<SinkSpec> specs = config.sinks;
     if (config.stderr_alerts) specs.insert(specs.begin(), {SinkKind::kStderr, ""});
     for (const SinkSpec& spec : specs) {
@@ -90,7 +98,8 @@ class SinkSet {
     return set;
   }
   void push(const std::vector<AlertEvent>& events) {
-    for (const AlertEvent& event : events) {
+    for (AlertEvent event : events) {
+      event.host = host_;  // an alert read on another machine says which one it is about
       for (auto& worker : workers_) worker->push(event);
     }
   }
@@ -109,6 +118,7 @@ class SinkSet {
 
  private:
   std::vector<std::unique_ptr<SinkWorker>> workers_;
+  std::string host_;
 };
 
 /// The HTTP exporter for one listen address.

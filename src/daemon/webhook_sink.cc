@@ -63,6 +63,9 @@ class WebhookSink final : public AlertSink {
       if (sent) return {};
       last = sent.error();
     }
+    if (cancel) {
+      return fail(Error{last.code, fmt::format("{}: cancelled by shutdown or reload", url_)});
+    }
     return fail(
         Error{last.code, fmt::format("{} (after {} tries)", last.message, delivery_.retries + 1)});
   }

@@ -23,10 +23,14 @@ def free_port() -> int:
 
 
 class WebhookReceiver:
-    """An HTTP server on 127.0.0.1 that records every JSON body POSTed to it."""
+    """An HTTP server on 127.0.0.1 that records every POST: `requests` holds
+    (path, body, monotonic time, Content-Type), `events` the JSON bodies that
+    got a 200. The first `fail_first[path]` requests to a path get a 503."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_first: dict[str, int] | None = None) -> None:
         self.events: list[dict] = []
+        self.requests: list[tuple[str, bytes, float, str]] = []
+        self.fail_first = dict(fail_first or {})
         self.lock = threading.Lock()
         receiver = self
 
@@ -35,15 +39,21 @@ class WebhookReceiver:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
                 with receiver.lock:
-                    receiver.events.append(json.loads(body))
-                self.send_response(200)
+                    receiver.requests.append((self.path, body, time.monotonic(),
+                                              self.headers.get("Content-Type", "")))
+                    left = receiver.fail_first.get(self.path, 0)
+                    receiver.fail_first[self.path] = left - 1
+                    if left <= 0:
+                        receiver.events.append(json.loads(body))
+                self.send_response(503 if left > 0 else 200)
                 self.end_headers()
 
             def log_message(self, *args) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"{self.base}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> "WebhookReceiver":
@@ -58,6 +68,11 @@ class WebhookReceiver:
         with self.lock:
             return [e for e in self.events
                     if e["rule"] == rule and (subject is None or e["subject"] == subject)]
+
+    def on(self, path: str) -> list[tuple[bytes, float, str]]:
+        """(body, time, Content-Type) of every request to `path`, in order."""
+        with self.lock:
+            return [(body, when, kind) for p, body, when, kind in self.requests if p == path]
 
 
 class HangingServer:

@@ -66,9 +66,17 @@ void AlertEngine::judge(const AlertCondition& condition, const Sample& sample,
   const std::string key = condition.key();
   auto found = active_.find(key);
   if (condition.holds) {
-    AlertEvent event{AlertKind::kFiring, condition.rule,  condition.subject,   condition.severity,
-                     condition.summary,  condition.value, condition.threshold, sample.time,
-                     sample.time,        condition.labels};
+    AlertEvent event{AlertKind::kFiring,
+                     condition.rule,
+                     condition.subject,
+                     condition.severity,
+                     condition.summary,
+                     condition.value,
+                     condition.threshold,
+                     sample.time,
+                     sample.time,
+                     condition.labels,
+                     {}};
     if (found == active_.end()) {
       active_.emplace(key, ActiveAlert{event, sample.time, 0});
       events.push_back(std::move(event));

@@ -81,6 +81,8 @@ struct AlertEvent {
   std::chrono::system_clock::time_point time;     ///< of the sample that produced it
   std::chrono::system_clock::time_point started;  ///< when the alert first fired
   std::map<std::string, std::string> labels;      ///< mountpoint, fstype, role, ...
+  /// The machine, stamped by the watch daemon on what it sends off the host; empty elsewhere.
+  std::string host;
 
   /// "rule/subject/severity": identifies the alert across events.
   [[nodiscard]] std::string key() const;

@@ -59,11 +59,13 @@ Json to_json(const FillEstimate& estimate) {
 Json to_json(const AlertEvent& event) {
   Json labels = Json::object();
   for (const auto& [name, value] : event.labels) labels[name] = value;
-  return {{"kind", to_string(event.kind)},     {"rule", event.rule},
-          {"subject", event.subject},          {"severity", to_string(event.severity)},
-          {"summary", event.summary},          {"value", event.value},
-          {"threshold", event.threshold},      {"time", rfc3339(event.time)},
-          {"started", rfc3339(event.started)}, {"labels", labels}};
+  Json json = {{"kind", to_string(event.kind)},     {"rule", event.rule},
+               {"subject", event.subject},          {"severity", to_string(event.severity)},
+               {"summary", event.summary},          {"value", event.value},
+               {"threshold", event.threshold},      {"time", rfc3339(event.time)},
+               {"started", rfc3339(event.started)}, {"labels", labels}};
+  if (!event.host.empty()) json["host"] = event.host;
+  return json;
 }
 
 Json to_json(const WatchStep& step) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "core/alerts/watch_json.h"
 #include "core/supervise/signal_names.h"
 #include "daemon/metrics.h"
 #include "daemon/sinks.h"
@@ -16,6 +19,7 @@ interval = "200ms"
 window = "5m"
 dirs = ["/ckpt", "/logs"]
 listen = "127.0.0.1:9999"
+host = "gpu-07"
 [alerts]
 warn_percent = 80
 eta_horizon = "30m"
@@ -38,6 +42,7 @@ queue = 8
   EXPECT_EQ(config.watch.window, std::chrono::minutes(5));
   EXPECT_EQ(config.watch.sample.dirs.size(), 2u);
   EXPECT_EQ(config.listen, "127.0.0.1:9999");
+  EXPECT_EQ(config.host, "gpu-07");
   EXPECT_EQ(config.watch.alerts.warn_percent, 80);
   EXPECT_EQ(config.watch.alerts.eta_horizon, std::chrono::minutes(30));
   EXPECT_EQ(config.watch.alerts.eta_min_span, std::chrono::seconds(90));
@@ -98,6 +103,17 @@ TEST(AlertLine, NamesKindSeverityRuleSubject) {
   event.summary = "/ckpt is not filling up";
   EXPECT_EQ(alert_line(event),
             "headroom: RESOLVED critical filesystem_fill_eta /ckpt: /ckpt is not filling up");
+  // Read in a chat channel of a fleet, the line says which machine.
+  event.host = "gpu-07";
+  EXPECT_EQ(alert_line(event),
+            "headroom on gpu-07: RESOLVED critical filesystem_fill_eta /ckpt: /ckpt is not "
+            "filling up");
+  EXPECT_EQ(to_json(event)["host"], "gpu-07");
+  const std::vector<std::string> environment = alert_environment(event);
+  EXPECT_NE(std::find(environment.begin(), environment.end(), "HEADROOM_ALERT_HOST=gpu-07"),
+            environment.end());
+  event.host.clear();
+  EXPECT_FALSE(to_json(event).contains("host"));
 }
 
 TEST(MetricFamilies, ShmHasItsOwnFamilyAndEtaOnlyWhenFilling) {
