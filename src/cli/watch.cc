@@ -102,6 +102,11 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
     config.watch.alerts.keep = static_cast<std::uint64_t>(keep);
   }
   if (const std::string* host = args.last(kHost)) config.host = *host;
+  if (const std::string* text = args.last(kOomScope)) {
+    auto scope = parse_oom_scope(*text);
+    if (!scope) return fail(Error::invalid("--oom-scope: " + scope.error().message));
+    config.watch.alerts.oom_scope = *scope;
+  }
   if (args.has(kNoStderr)) config.stderr_alerts = false;
   if (args.has(kNoShmStale)) config.watch.sample.shm_stale = false;
   if (args.has(kWebhookRetries)) {
@@ -142,9 +147,15 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
       {kWebhookTimeout, "delivery.timeout"},
       {kWebhookRetries, "delivery.retries"},
       {kQueue, "delivery.queue"},
-      {kHost, "host"}};
+      {kHost, "host"},
+      {kOomScope, "alerts.oom_scope"}};
   for (const auto& [option, key] : kFlagKeys) {
     if (args.has(option)) config.origins[key] = daemon::Origin::of_flag(flag_name(option));
+  }
+  // Under --root (a node agent reading the host's /proc, e.g. the DaemonSet) its own
+  // cgroup is its pod's, whatever limit it has: follow the host's OOM kills.
+  if (args.globals.root != "/" && config.watch.alerts.oom_scope == OomScope::kAuto) {
+    config.watch.alerts.oom_scope = OomScope::kSystem;
   }
   if (auto valid = daemon::validate(config); !valid) return fail(valid.error());
   return config;

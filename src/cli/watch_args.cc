@@ -46,6 +46,8 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {kPsiThreshold, "psi-threshold", Takes::kValue, "PERCENT",
      "memory PSI full avg10 percent (default 10)"},
     {kPsiFor, "psi-for", Takes::kValue, "DURATION", "... held for this long (default 30s)"},
+    {kOomScope, "oom-scope", Takes::kValue, "SCOPE",
+     "OOM kills to alert on: auto, cgroup (this one's), system (the host's)"},
     {kClearSamples, "clear-samples", Takes::kValue, "N",
      "clear samples in a row before an alert resolves (default 3)"},
     {kWebhook, "webhook", Takes::kValue, "URL", "POST alert JSON to this URL (repeatable)"},

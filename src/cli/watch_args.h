@@ -45,6 +45,7 @@ enum class WatchOpt : int {
   kWebhookRetries,
   kQueue,
   kHost,
+  kOomScope,
   // global flags
   kJson,
   kNoColor,

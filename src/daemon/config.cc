@@ -163,6 +163,13 @@ Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertC
       applied = set_seconds(alerts.psi_for);
     } else if (key == "oom_quiet") {
       applied = set_seconds(alerts.oom_quiet);
+    } else if (key == "oom_scope") {
+      applied = reader.string(node, key).and_then([&](const std::string& text) -> Result<void> {
+        auto scope = parse_oom_scope(text);
+        if (!scope) return fail(reader.error(node, key, scope.error().message));
+        alerts.oom_scope = *scope;
+        return {};
+      });
     } else if (key == "repeat_interval") {
       applied = set_seconds(alerts.repeat_interval);
     } else if (key == "clear_samples") {

@@ -56,7 +56,11 @@ struct DeliveryOptions {
 
 /// Everything `watch` runs with.
 struct DaemonConfig {
-  DaemonConfig() { watch.sample.process_fds = false; }  // the daemon's own fds say nothing
+  DaemonConfig() {
+    watch.sample.process_fds = false;  // the daemon's own fds say nothing
+    // Its own cgroup is rarely the job's: a service's or a pod's (docs/watch.md).
+    watch.alerts.oom_scope = OomScope::kAuto;
+  }
 
   WatchOptions watch;
   std::chrono::milliseconds interval{5000};

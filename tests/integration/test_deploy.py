@@ -70,6 +70,7 @@ def test_daemonset_args_and_configmap_run_and_name_the_node(scratch: Path):
     args[args.index("--root") + 1] = "/"
     port = free_port()
     text = configmap["data"]["watch.toml"]
+    assert 'oom_scope = "system"' in text  # a node agent: the jobs are in other cgroups
     assert 'listen = "0.0.0.0:9840"' in text  # the pod IP; the test overrides it with loopback
     result = in_namespace(f'''
         {shlex.join([HEADROOM] + args)} --once --json --listen 127.0.0.1:{port} --jsonl "$OUT/alerts.jsonl"

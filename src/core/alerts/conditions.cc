@@ -32,6 +32,21 @@ std::string filesystem_name(const FilesystemSample& filesystem) {
   return fmt::format("{} (holding {})", filesystem.mountpoint, filesystem.path);
 }
 
+/// Whether the oom_kill rule counts the sample's cgroup (else the host's kills).
+bool follows_cgroup(OomScope scope, const Sample& sample) {
+  if (!sample.cgroup) return false;
+  switch (scope) {
+    case OomScope::kCgroup:
+      return true;
+    case OomScope::kSystem:
+      return !sample.system_oom_kills;  // the cgroup is better than nothing
+    case OomScope::kAuto:
+      break;
+  }
+  const bool service = sample.cgroup->path.ends_with(".service");
+  return (sample.cgroup->limit_bytes.has_value() && !service) || !sample.system_oom_kills;
+}
+
 /// One filesystem per device: a dir and /tmp on the same disk alert once.
 std::vector<const FilesystemSample*> distinct_filesystems(const Sample& sample) {
   std::vector<const FilesystemSample*> result;
@@ -159,11 +174,11 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                    fmt::format("memory pressure: all tasks stalled {:.1f}% of the last 10s", full),
                    {}});
   }
-  // New OOM kills, in the cgroup if we know it, else system-wide.
+  // New OOM kills, in the cgroup or on the whole host (oom_scope).
   std::optional<std::uint64_t> ooms;
   std::optional<std::uint64_t>* last = nullptr;
   std::string subject;
-  if (sample.cgroup) {
+  if (follows_cgroup(config_.oom_scope, sample)) {
     ooms = sample.cgroup->oom_kills;
     last = &last_cgroup_ooms_;
     subject = sample.cgroup->path.empty() ? "cgroup" : sample.cgroup->path;
@@ -178,16 +193,19 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
     *last = *ooms;
     if (fresh > 0) last_oom_seen_ = sample.monotonic;
     const bool holds = last_oom_seen_ && sample.monotonic - *last_oom_seen_ < config_.oom_quiet;
-    out.push_back({"oom_kill",
-                   subject,
-                   Severity::kCritical,
-                   holds,
-                   !holds,
-                   fresh > 0,
-                   static_cast<double>(*ooms),
-                   0,
-                   fmt::format("{} new OOM kill(s) in {} ({} in total)", fresh, subject, *ooms),
-                   {}});
+    out.push_back(
+        {"oom_kill",
+         subject,
+         Severity::kCritical,
+         holds,
+         !holds,
+         fresh > 0,
+         static_cast<double>(*ooms),
+         0,
+         subject == "system"
+             ? fmt::format("{} new OOM kill(s) on this host ({} since boot)", fresh, *ooms)
+             : fmt::format("{} new OOM kill(s) in {} ({} in total)", fresh, subject, *ooms),
+         {}});
   }
   if (sample.fds && sample.fds->limit != 0 && sample.fds->limit != Limit::kUnlimited) {
     const double used =

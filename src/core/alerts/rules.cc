@@ -22,6 +22,26 @@ std::string_view to_string(AlertKind kind) {
   return "firing";
 }
 
+std::string_view to_string(OomScope scope) {
+  switch (scope) {
+    case OomScope::kCgroup:
+      return "cgroup";
+    case OomScope::kSystem:
+      return "system";
+    case OomScope::kAuto:
+      return "auto";
+  }
+  return "auto";
+}
+
+Result<OomScope> parse_oom_scope(std::string_view text) {
+  for (OomScope scope : {OomScope::kCgroup, OomScope::kSystem, OomScope::kAuto}) {
+    if (text == to_string(scope)) return scope;
+  }
+  return fail(Error::invalid(
+      fmt::format("oom_scope \"{}\" is not one of \"auto\", \"cgroup\", \"system\"", text)));
+}
+
 std::string AlertEvent::key() const {
   return rule + "/" + subject + "/" + std::string(to_string(severity));
 }

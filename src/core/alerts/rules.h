@@ -22,6 +22,23 @@
 
 namespace headroom {
 
+/// Whose OOM kills the oom_kill rule follows.
+enum class OomScope {
+  /// The examined process's memory cgroup (memory.events counts kills of its
+  /// processes by any OOM killer); every kill on the host when it has none.
+  /// `run` and the Python monitor: the job's own cgroup.
+  kCgroup,
+  /// Every OOM kill on the host (/proc/vmstat oom_kill): a node-level watcher.
+  kSystem,
+  /// The cgroup when it is a job's or container's (it has a memory limit and is not
+  /// a systemd service's, such as headroom-watch.service's own), else the host.
+  kAuto,
+};
+/// "cgroup", "system", "auto".
+[[nodiscard]] std::string_view to_string(OomScope scope);
+/// Parses "cgroup", "system", "auto"; an Error naming the choices otherwise.
+[[nodiscard]] Result<OomScope> parse_oom_scope(std::string_view text);
+
 /// Thresholds and timing of every rule; defaults as documented in docs/watch.md.
 struct AlertConfig {
   double warn_percent = 85.0;
@@ -48,6 +65,7 @@ struct AlertConfig {
   std::chrono::seconds psi_for{30};
   /// An OOM-kill alert resolves after this long without a new kill.
   std::chrono::seconds oom_quiet{300};
+  OomScope oom_scope = OomScope::kCgroup;
   /// Size of one checkpoint (--ckpt-size); enables the checkpoint rule.
   std::optional<std::uint64_t> checkpoint_bytes;
   /// Checkpoints kept (--keep): warn when fewer than this many more fit.

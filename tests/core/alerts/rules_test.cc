@@ -149,6 +149,39 @@ TEST(AlertEngine, OomKillsFireRepeatOnNewKillsAndResolveWhenQuiet) {
   EXPECT_EQ(events[2].kind, AlertKind::kResolved);
 }
 
+/// The subjects of the oom_kill events when, after a first sample, the host counts one more
+/// kill and the examined cgroup (`path`, `limit`) does not: whose kills the rule follows.
+std::vector<std::string> oom_subjects(OomScope scope, const std::string& path,
+                                      std::optional<std::uint64_t> limit) {
+  AlertConfig config;
+  config.oom_scope = scope;
+  AlertEngine engine(config);
+  std::vector<std::string> subjects;
+  for (int i = 0; i < 3; ++i) {
+    Sample sample = at(i, kTotal);
+    sample.cgroup = CgroupSample{path, limit, 0, 0};
+    sample.system_oom_kills = i == 0 ? 7 : 8;
+    for (const AlertEvent& event : engine.evaluate(sample, {})) {
+      if (event.rule == "oom_kill") subjects.push_back(event.subject + ": " + event.summary);
+    }
+  }
+  return subjects;
+}
+
+TEST(AlertEngine, OomScopeDecidesWhoseKillsAlert) {
+  const std::vector<std::string> host = {"system: 1 new OOM kill(s) on this host (8 since boot)"};
+  // A watcher run as a systemd service (a limit of its own) or in a cgroup without a limit
+  // follows the host; in a limited job or container cgroup, that cgroup.
+  EXPECT_EQ(oom_subjects(OomScope::kAuto, "/system.slice/headroom-watch.service", 128 << 20), host);
+  EXPECT_EQ(oom_subjects(OomScope::kAuto, "/user.slice/user-0.slice/session-3.scope", {}), host);
+  EXPECT_TRUE(oom_subjects(OomScope::kAuto, "/docker/0123abcd", 8ULL << 30).empty());
+  EXPECT_TRUE(oom_subjects(OomScope::kCgroup, "/user.slice", {}).empty());
+  EXPECT_EQ(oom_subjects(OomScope::kSystem, "/docker/0123abcd", 8ULL << 30), host);
+  EXPECT_EQ(*parse_oom_scope("system"), OomScope::kSystem);
+  EXPECT_EQ(parse_oom_scope("host").error().message,
+            "oom_scope \"host\" is not one of \"auto\", \"cgroup\", \"system\"");
+}
+
 TEST(AlertEngine, PsiMustHoldForTheDuration) {
   AlertConfig config;
   config.psi_full_threshold = 10;

@@ -27,6 +27,7 @@ eta_min_span = "90s"
 memory_eta_below_percent = 30
 ckpt_size = "20GiB"
 keep = 2
+oom_scope = "system"
 [sinks]
 stderr = false
 webhook = "http://127.0.0.1:1/hook"
@@ -48,6 +49,8 @@ queue = 8
   EXPECT_EQ(config.watch.alerts.eta_min_span, std::chrono::seconds(90));
   EXPECT_EQ(config.watch.alerts.memory_eta_below_percent, 30.0);
   EXPECT_EQ(config.watch.alerts.checkpoint_bytes, 20ull << 30);
+  EXPECT_EQ(config.watch.alerts.oom_scope, OomScope::kSystem);
+  EXPECT_EQ(DaemonConfig().watch.alerts.oom_scope, OomScope::kAuto);
   EXPECT_FALSE(config.stderr_alerts);
   ASSERT_EQ(config.sinks.size(), 2u);
   // toml++ keeps keys sorted: the order of kinds is not the file's.
@@ -75,6 +78,9 @@ TEST(ApplyToml, RejectsWithLineAndReasonAndKeepsTheConfig) {
       {"[sinks]\nwebhook = \"ftp://x\"\n", "not an http(s) URL"},
       {"interval = \n", "watch.toml:1"},
       {"[alerts]\nwarn_percent = 99\n", "critical_percent"},
+      {"[alerts]\noom_scope = \"node\"\n",
+       "watch.toml:2: oom_scope: oom_scope \"node\" is not one of \"auto\", \"cgroup\", "
+       "\"system\""},
   };
   for (const BadCase& test : cases) {
     DaemonConfig config;
