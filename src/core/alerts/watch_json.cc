@@ -53,7 +53,8 @@ Json to_json(const FillEstimate& estimate) {
           {"eta_seconds", optional_json(estimate.eta_seconds)},
           {"samples", estimate.samples},
           {"span_seconds", estimate.span_seconds},
-          {"agreement", estimate.agreement}};
+          {"agreement", estimate.agreement},
+          {"recent", estimate.recent}};
 }
 
 Json to_json(const AlertEvent& event) {

@@ -13,12 +13,20 @@ AlertConfig resolved(const WatchOptions& options) {
   return alerts;
 }
 
+/// The estimate's tuning: a trend as long as eta_min_span may override the window's.
+FillOptions fill_options(const AlertConfig& alerts) {
+  FillOptions fill;
+  fill.recent_seconds =
+      static_cast<double>(alerts.eta_min_span.value_or(std::chrono::seconds(0)).count());
+  return fill;
+}
+
 }  // namespace
 
 Watcher::Watcher(Context context, WatchOptions options)
     : context_(std::move(context)),
       options_(std::move(options)),
-      history_(options_.window, options_.history_capacity),
+      history_(options_.window, options_.history_capacity, fill_options(resolved(options_))),
       engine_(resolved(options_)) {}
 
 Result<WatchStep> Watcher::step() {
@@ -37,10 +45,13 @@ WatchStep Watcher::feed(Sample sample) {
 }
 
 void Watcher::reconfigure(WatchOptions options) {
+  const AlertConfig alerts = resolved(options);
   if (options.window != options_.window || options.history_capacity != options_.history_capacity) {
-    history_ = History(options.window, options.history_capacity);
+    history_ = History(options.window, options.history_capacity, fill_options(alerts));
+  } else {
+    history_.set_fill_options(fill_options(alerts));
   }
-  engine_.reconfigure(resolved(options));
+  engine_.reconfigure(alerts);
   options_ = std::move(options);
 }
 

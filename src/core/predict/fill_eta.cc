@@ -56,6 +56,55 @@ double median(std::vector<double>& values) {
   return (lower + upper) / 2;
 }
 
+/// The estimate over `points`, and the share of all pairs that are falling.
+struct Fit {
+  FillEstimate estimate;
+  double falling = 0;
+};
+
+Fit fit(std::span<const SeriesPoint> points, const FillOptions& options) {
+  Fit result;
+  FillEstimate& estimate = result.estimate;
+  const std::vector<SeriesPoint> used = thin(points, options.max_points);
+  estimate.samples = used.size();
+  if (used.empty()) return result;
+  estimate.span_seconds = used.back().seconds - used.front().seconds;
+  if (used.size() < std::max<std::size_t>(options.min_samples, 2)) return result;
+  // The common case of a disk nobody writes: every slope would be 0.
+  const bool flat = std::all_of(used.begin(), used.end(), [&](const SeriesPoint& point) {
+    return point.remaining == used.front().remaining;
+  });
+  if (flat) {
+    estimate.rate = 0.0;
+    estimate.agreement = 0.0;
+    return result;
+  }
+  PairSlopes pairs = pairwise_slopes(used);
+  if (pairs.slopes.empty()) return result;
+  const std::size_t moving = pairs.negative + pairs.positive;
+  estimate.agreement =
+      moving == 0 ? 0.0 : static_cast<double>(pairs.negative) / static_cast<double>(moving);
+  result.falling = static_cast<double>(pairs.negative) / static_cast<double>(pairs.slopes.size());
+  const double slope = median(pairs.slopes);
+  estimate.rate = slope;
+  if (slope >= 0 || estimate.agreement < options.min_agreement) return result;
+  const double remaining = std::max(0.0, used.back().remaining);
+  estimate.eta_seconds = remaining / -slope;
+  return result;
+}
+
+/// Index of the first of the newest points covering at least `seconds` (the
+/// newest point at or before that far back); 0 when the series is not longer.
+std::size_t tail_start(std::span<const SeriesPoint> points, double seconds) {
+  if (points.empty()) return 0;
+  const double start = points.back().seconds - seconds;
+  const auto after = std::upper_bound(
+      points.begin(), points.end(), start,
+      [](double value, const SeriesPoint& point) { return value < point.seconds; });
+  if (after == points.begin()) return 0;
+  return static_cast<std::size_t>(after - points.begin()) - 1;
+}
+
 }  // namespace
 
 std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points) {
@@ -66,32 +115,21 @@ std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points) {
 }
 
 FillEstimate fill_eta(std::span<const SeriesPoint> points, const FillOptions& options) {
-  FillEstimate estimate;
-  const std::vector<SeriesPoint> used = thin(points, options.max_points);
-  estimate.samples = used.size();
-  if (used.empty()) return estimate;
-  estimate.span_seconds = used.back().seconds - used.front().seconds;
-  if (used.size() < std::max<std::size_t>(options.min_samples, 2)) return estimate;
-  // The common case of a disk nobody writes: every slope would be 0.
-  const bool flat = std::all_of(used.begin(), used.end(), [&](const SeriesPoint& point) {
-    return point.remaining == used.front().remaining;
-  });
-  if (flat) {
-    estimate.rate = 0.0;
-    estimate.agreement = 0.0;
-    return estimate;
+  FillEstimate whole = fit(points, options).estimate;
+  if (options.recent_seconds <= 0) return whole;
+  // Split at the start of the recent span: the head and the tail share that point.
+  const std::size_t split = tail_start(points, options.recent_seconds);
+  if (split + 1 < std::max<std::size_t>(options.min_samples, 2)) return whole;
+  Fit recent = fit(points.subspan(split), options);
+  if (!recent.estimate.eta_seconds || recent.falling < options.recent_falling) return whole;
+  // The rate changed when the tail falls clearly faster than what came before it
+  // (flat, or slower); otherwise the whole window is the steadier view.
+  const FillEstimate before = fit(points.first(split + 1), options).estimate;
+  if (before.eta_seconds && *recent.estimate.rate > *before.rate * options.recent_factor) {
+    return whole;
   }
-  PairSlopes pairs = pairwise_slopes(used);
-  if (pairs.slopes.empty()) return estimate;
-  const std::size_t moving = pairs.negative + pairs.positive;
-  estimate.agreement =
-      moving == 0 ? 0.0 : static_cast<double>(pairs.negative) / static_cast<double>(moving);
-  const double slope = median(pairs.slopes);
-  estimate.rate = slope;
-  if (slope >= 0 || estimate.agreement < options.min_agreement) return estimate;
-  const double remaining = std::max(0.0, used.back().remaining);
-  estimate.eta_seconds = remaining / -slope;
-  return estimate;
+  recent.estimate.recent = true;
+  return recent.estimate;
 }
 
 }  // namespace headroom

@@ -34,6 +34,17 @@ struct FillOptions {
   /// Share of the pairwise slopes that must be negative (among non-zero ones):
   /// below it the series is noise around a level, and no ETA is published.
   double min_agreement = 0.6;
+  /// When > 0, the newest `recent_seconds` are also estimated on their own, and
+  /// that estimate wins when the rate has changed: space shrinks between at
+  /// least `recent_falling` of its pairs of points (a sustained trend over
+  /// about two thirds of the span or more; one checkpoint write is falling in
+  /// at most half of them) and at least `recent_factor` times faster than the
+  /// points before it. Without it a disk idle for most of the window and
+  /// filling fast now shows no trend (most pairs are flat) until it is nearly
+  /// full. `watch` sets this to `eta_min_span`.
+  double recent_seconds = 0;
+  double recent_falling = 0.9;
+  double recent_factor = 1.5;
 };
 
 /// The estimate for one series.
@@ -46,6 +57,9 @@ struct FillEstimate {
   /// (rate >= 0), too few points or no agreement on the trend.
   std::optional<double> eta_seconds;
   double agreement = 0;  ///< share of non-zero pairwise slopes that are negative
+  /// The estimate is from the newest `FillOptions::recent_seconds` only: the disk
+  /// (or memory) fills faster now than over the window.
+  bool recent = false;
 };
 
 /// The Theil-Sen slope (median of pairwise slopes) of `points`, which must be

@@ -40,6 +40,8 @@ class History {
   /// Points in the series of a watched path (or "memory"); for tests and JSON.
   [[nodiscard]] std::size_t size(const std::string& key) const;
   [[nodiscard]] std::chrono::milliseconds window() const { return window_; }
+  /// Retunes the estimate (a reloaded config); the points are kept.
+  void set_fill_options(const FillOptions& fill) { fill_ = fill; }
 
  private:
   struct Series {

@@ -120,5 +120,86 @@ TEST(FillEta, LongSeriesIsThinnedButStillRight) {
   EXPECT_NEAR(*estimate.rate, -100, 1e-6);
 }
 
+/// A 10-minute window sampled every 5 s, ending at `now`: `remaining(t)` for
+/// each sample time t (seconds, may be negative before the series' origin).
+template <typename Remaining>
+std::vector<SeriesPoint> window(double now, Remaining remaining) {
+  std::vector<SeriesPoint> points;
+  for (double t = now - 600; t <= now; t += 5) points.push_back({t, remaining(t)});
+  return points;
+}
+
+FillOptions recent_options() {
+  FillOptions options;
+  options.recent_seconds = 150;  // watch's eta_min_span for a 10 m window
+  return options;
+}
+
+TEST(FillEta, IdleThenFillingIsSeenFromTheRecentSpan) {
+  // Idle for most of the window, then 1 GB filling in 5 minutes from t=0.
+  const auto remaining = [](double t) { return t < 0 ? 1e9 : 1e9 - 1e9 / 300 * t; };
+  const auto points = window(150, remaining);
+  // Over the whole window most pairs are flat: no trend at all, 2.5 min before full.
+  EXPECT_FALSE(fill_eta(points).eta_seconds);
+  const FillEstimate estimate = fill_eta(points, recent_options());
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_TRUE(estimate.recent);
+  EXPECT_NEAR(*estimate.eta_seconds, 150, 15);
+  EXPECT_GE(estimate.span_seconds, 150);
+}
+
+TEST(FillEta, FasterFillingOverridesTheSlowerWindow) {
+  // 1 MB/s for a long time, then 4 MB/s from t=0.
+  const auto remaining = [](double t) { return t < 0 ? 2e9 - 1e6 * t : 2e9 - 4e6 * t; };
+  const auto points = window(300, remaining);
+  const FillEstimate estimate = fill_eta(points, recent_options());
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_TRUE(estimate.recent);
+  EXPECT_NEAR(*estimate.rate, -4e6, 1e3);
+}
+
+TEST(FillEta, SteadyNoisyFillKeepsTheWholeWindow) {
+  std::mt19937 random(11);
+  std::normal_distribution<double> noise(0, 2e6);
+  const auto points = window(0, [&](double t) { return 5e9 - 1e6 * (t + 600) + noise(random); });
+  const FillEstimate estimate = fill_eta(points, recent_options());
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_FALSE(estimate.recent);
+  EXPECT_NEAR(*estimate.rate, -1e6, 1e5);
+}
+
+TEST(FillEta, OneCheckpointWriteInTheRecentSpanIsNotATrend) {
+  // Flat, one 5 GB write 75 s ago (the middle of the recent span), flat again.
+  const auto points = window(75, [](double t) { return t < 0 ? 2e10 : 1.5e10; });
+  const FillEstimate estimate = fill_eta(points, recent_options());
+  EXPECT_FALSE(estimate.recent);
+  EXPECT_FALSE(estimate.eta_seconds);
+}
+
+TEST(FillEta, MemoryStepWithNoiseIsNotATrend) {
+  // MemAvailable jitters by 50 MB; a job allocated 2 GB once, 75 s ago.
+  std::mt19937 random(5);
+  std::normal_distribution<double> noise(0, 5e7);
+  const auto points =
+      window(75, [&](double t) { return (t < 0 ? 1.2e10 : 1.0e10) + noise(random); });
+  const FillEstimate estimate = fill_eta(points, recent_options());
+  EXPECT_FALSE(estimate.recent);
+}
+
+TEST(FillEta, RegularCheckpointsKeepTheAverageRate) {
+  // 1 GB every 60 s for the whole window: the recent span holds only 2-3 steps.
+  const auto points = window(600, [](double t) { return 1e11 - 1e9 * std::floor(t / 60); });
+  const FillEstimate estimate = fill_eta(points, recent_options());
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_NEAR(-*estimate.rate, 1e9 / 60, 1e9 / 60 * 0.15);
+}
+
+TEST(FillEta, ShortSeriesHasNoSeparateRecentEstimate) {
+  // Everything is recent: the whole series is the estimate.
+  const FillEstimate estimate = fill_eta(line(1000, 10, 20), recent_options());
+  ASSERT_TRUE(estimate.eta_seconds);
+  EXPECT_FALSE(estimate.recent);
+}
+
 }  // namespace
 }  // namespace headroom
