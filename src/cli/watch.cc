@@ -148,6 +148,7 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
       {kWebhookRetries, "delivery.retries"},
       {kQueue, "delivery.queue"},
       {kHost, "host"},
+      {kListen, "listen"},
       {kOomScope, "alerts.oom_scope"}};
   for (const auto& [option, key] : kFlagKeys) {
     if (args.has(option)) config.origins[key] = daemon::Origin::of_flag(flag_name(option));

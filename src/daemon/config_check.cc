@@ -1,6 +1,7 @@
 // validate(): the checks of a whole watch config, each error naming the line
 // or flag to change. Reading the TOML is config.cc; this is what is checked
 // once the file and the flags are both applied.
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <charconv>
@@ -28,6 +29,33 @@ Result<SignalTarget> parse_signal_target(std::string_view target) {
     return fail(Error::invalid(fmt::format("'{}': '{}' is not a process id", target, digits)));
   }
   return SignalTarget{*signal, pid};
+}
+
+Result<std::string> parse_listen_address(std::string_view address) {
+  const auto bad = [&](std::string_view why) -> Result<std::string> {
+    return fail(Error::invalid(
+        fmt::format("'{}' {} (use IPV4:PORT, e.g. {})", address, why, kDefaultListen)));
+  };
+  const std::size_t colon = address.rfind(':');
+  std::string_view host = colon == std::string_view::npos ? "" : address.substr(0, colon);
+  if (address.starts_with('[') || host.find(':') != std::string_view::npos) {
+    return bad("is IPv6, which this build's HTTP server (civetweb) cannot listen on");
+  }
+  const std::string_view digits =
+      colon == std::string_view::npos ? address : address.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() ||
+      port > 65535) {
+    return bad(fmt::format("has no port 0-65535 ('{}')", digits));
+  }
+  if (host.empty() || host == "localhost") host = "127.0.0.1";
+  in_addr parsed{};
+  if (inet_pton(AF_INET, std::string(host).c_str(), &parsed) != 1) {
+    return bad(
+        fmt::format("has no IPv4 address ('{}' is not one; host names are not resolved)", host));
+  }
+  return fmt::format("{}:{}", host, port);
 }
 
 Result<void> validate(const SinkSpec& sink) {
@@ -128,6 +156,14 @@ class Checker {
         Error::invalid(fmt::format("{} {} {} {} {} ({}){}", label(blamed_origin, leaf(blamed.key)),
                                    blamed.value, blamed.relation, leaf(other.key), other.value,
                                    where(origin(other.key), blamed_origin), consequence)));
+  }
+  /// The listen address is one the HTTP server takes as meant.
+  [[nodiscard]] Result<void> listen() const {
+    if (!config_.listen) return {};
+    const auto parsed = parse_listen_address(*config_.listen);
+    if (parsed) return {};
+    return fail(Error::invalid(
+        fmt::format("{} {}", label(origin("listen"), "listen"), parsed.error().message)));
   }
   /// Each sink valid on its own, and none configured twice (every alert would go out twice).
   [[nodiscard]] Result<void> sinks() const {
@@ -235,6 +271,7 @@ Result<void> validate(const DaemonConfig& config) {
         check.require(delivery.retries >= 0, "delivery.retries",
                       fmt::format("{}", delivery.retries), "must not be negative"),
         check.require(delivery.queue_capacity >= 1, "delivery.queue", "0", "must be at least 1"),
+        check.listen(),
         check.sinks()}) {
     if (!checked) return checked;
   }

@@ -121,16 +121,32 @@ class SinkSet {
   std::string host_;
 };
 
-/// The HTTP exporter for one listen address.
-Result<std::unique_ptr<prometheus::Exposer>> listen_on(
-    const std::string& address, const std::shared_ptr<SnapshotCollector>& collector) {
+/// The HTTP exporter for one listen address (validate() accepted it), and the
+/// address it listens on: the port the kernel picked for port 0.
+struct Listening {
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::string address;
+};
+
+Result<Listening> listen_on(const std::string& address,
+                            const std::shared_ptr<SnapshotCollector>& collector) {
+  auto parsed = parse_listen_address(address);
+  if (!parsed) return fail(parsed.error());
   try {
     // One worker thread: Prometheus scrapes one at a time, and each thread costs memory.
-    auto exposer = std::make_unique<prometheus::Exposer>(address, 1);
-    exposer->RegisterCollectable(collector);
-    return exposer;
+    Listening listening{std::make_unique<prometheus::Exposer>(*parsed, 1), *parsed};
+    listening.exposer->RegisterCollectable(collector);
+    const std::vector<int> ports = listening.exposer->GetListeningPorts();
+    if (!ports.empty()) {
+      listening.address =
+          fmt::format("{}:{}", parsed->substr(0, parsed->rfind(':')), ports.front());
+    }
+    return listening;
   } catch (const std::exception& error) {
-    return fail(Error::invalid(fmt::format("cannot listen on {}: {}", address, error.what())));
+    // civetweb says "null context when constructing CivetServer": the bind failed.
+    return fail(Error::invalid(
+        fmt::format("cannot listen on {}: the address is in use or not on this host ({})", *parsed,
+                    error.what())));
   }
 }
 
@@ -143,8 +159,8 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
   if (config.listen) {
     auto listening = listen_on(*config.listen, collector);
     if (!listening) return fail(listening.error());
-    exposer = std::move(*listening);
-    if (hooks.log) hooks.log("serving /metrics on http://" + *config.listen + "/metrics");
+    exposer = std::move(listening->exposer);
+    if (hooks.log) hooks.log("serving /metrics on http://" + listening->address + "/metrics");
   }
   auto built = SinkSet::build(config, hooks);
   if (!built) return fail(built.error());
@@ -175,10 +191,14 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
           exposer.reset();
           if (reloaded->listen) {
             auto listening = listen_on(*reloaded->listen, collector);
-            if (listening)
-              exposer = std::move(*listening);
-            else if (hooks.log)
+            if (listening) {
+              exposer = std::move(listening->exposer);
+              if (hooks.log) {
+                hooks.log("serving /metrics on http://" + listening->address + "/metrics");
+              }
+            } else if (hooks.log) {
               hooks.log(listening.error().message);
+            }
           }
         }
         std::shared_ptr<SinkSet> old;

@@ -119,3 +119,28 @@ def test_prometheus_scrapes_tmpfs_series_with_falling_eta(scratch: Path, prometh
     assert values[-1] < values[0], values  # falling as the tmpfs fills
     # 2 MiB/s into what is left of 64 MiB: between ~20 s and ~60 s from full.
     assert 10 < values[-1] < 60, values
+
+
+def test_listen_address_is_checked_and_port_0_reports_the_bound_port(scratch: Path):
+    # civetweb alone would wrap 999 to 231 and listen on multicast 231.1.1.1.
+    for address, message in [("999.1.1.1:9840", "has no IPv4 address"),
+                             ("[::1]:9840", "is IPv6"),
+                             ("127.0.0.1:70000", "has no port 0-65535")]:
+        result = subprocess.run([HEADROOM, "watch", "--listen", address, "--count", "1"],
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, (address, result.stderr)
+        assert message in result.stderr and "use IPV4:PORT" in result.stderr, result.stderr
+    # A bare port is loopback; port 0 is a free one, and the log says which.
+    watch = subprocess.Popen([HEADROOM, "watch", "--listen", "0", "--interval", "200ms",
+                              "--no-stderr"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        line = watch.stderr.readline()
+        assert line.startswith("headroom watch: serving /metrics on http://127.0.0.1:"), line
+        url = line.split(" on ")[1].strip()
+        assert not url.endswith(":0/metrics"), url
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert b"headroom_sample_duration_seconds" in response.read()
+    finally:
+        watch.terminate()
+        watch.wait(timeout=10)

@@ -81,6 +81,8 @@ TEST(ApplyToml, RejectsWithLineAndReasonAndKeepsTheConfig) {
       {"[alerts]\noom_scope = \"node\"\n",
        "watch.toml:2: oom_scope: oom_scope \"node\" is not one of \"auto\", \"cgroup\", "
        "\"system\""},
+      {"listen = \"999.1.1.1:9840\"\n",
+       "watch.toml:1: listen '999.1.1.1:9840' has no IPv4 address"},
   };
   for (const BadCase& test : cases) {
     DaemonConfig config;
@@ -90,6 +92,31 @@ TEST(ApplyToml, RejectsWithLineAndReasonAndKeepsTheConfig) {
     EXPECT_NE(applied.error().message.find(test.message), std::string::npos)
         << applied.error().message;
     EXPECT_EQ(config.interval, std::chrono::milliseconds(1234)) << "config changed on error";
+  }
+}
+
+TEST(ParseListenAddress, NormalizesWhatTheServerTakesAndRejectsTheRest) {
+  EXPECT_EQ(*parse_listen_address("127.0.0.1:9840"), "127.0.0.1:9840");
+  EXPECT_EQ(*parse_listen_address("0.0.0.0:9840"), "0.0.0.0:9840");
+  // A bare port is loopback, like the default; all interfaces must be asked for.
+  EXPECT_EQ(*parse_listen_address("9840"), "127.0.0.1:9840");
+  EXPECT_EQ(*parse_listen_address(":9840"), "127.0.0.1:9840");
+  EXPECT_EQ(*parse_listen_address("localhost:0"), "127.0.0.1:0");
+  const std::pair<const char*, const char*> bad[] = {
+      {"999.1.1.1:80", "has no IPv4 address"},  // civetweb would bind 231.1.1.1
+      {"1.2.3:80", "has no IPv4 address"},
+      {"example.com:80", "host names are not resolved"},
+      {"[::1]:9840", "is IPv6"},
+      {"::1:9840", "is IPv6"},
+      {"127.0.0.1:65536", "has no port 0-65535"},
+      {"127.0.0.1:", "has no port"},
+      {"127.0.0.1:80x", "has no port"},
+      {"", "has no port"},
+  };
+  for (const auto& [address, message] : bad) {
+    const auto parsed = parse_listen_address(address);
+    ASSERT_FALSE(parsed) << address;
+    EXPECT_NE(parsed.error().message.find(message), std::string::npos) << parsed.error().message;
   }
 }
 
