@@ -146,8 +146,8 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
   std::string out;
   const Candidate* verdict = diagnosis.verdict();
   if (verdict == nullptr) {
-    out += fmt::format("{}no known cause{} in {} lines: nothing in the log matches the catalog.\n",
-                       bold, reset, diagnosis.lines);
+    out += fmt::format("{}no known cause{} in {} line{}: nothing in the log matches the catalog.\n",
+                       bold, reset, diagnosis.lines, diagnosis.lines == 1 ? "" : "s");
     out +=
         "Pass the full log (all ranks, and `dmesg` or `kubectl describe pod` output), or add a "
         "signature with --catalog DIR.\n";
