@@ -179,4 +179,8 @@ std::string format_setting(std::chrono::milliseconds duration) {
 
 std::string format_percent(double percent) { return fmt::format("{:.1f}%", percent); }
 
+std::string format_count(std::uint64_t count, std::string_view noun) {
+  return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
+}
+
 }  // namespace headroom

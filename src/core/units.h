@@ -30,6 +30,8 @@ namespace headroom {
 [[nodiscard]] std::string format_setting(std::chrono::milliseconds duration);
 /// A percentage with one decimal: "85.3%".
 [[nodiscard]] std::string format_percent(double percent);
+/// A count and its noun, plural unless 1: "1 rank", "4 workers".
+[[nodiscard]] std::string format_count(std::uint64_t count, std::string_view noun);
 
 constexpr std::uint64_t kKiB = 1024;
 constexpr std::uint64_t kMiB = 1024 * kKiB;

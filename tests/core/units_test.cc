@@ -47,6 +47,12 @@ TEST(FormatBytes, UsesBinaryUnitsWithOneDecimal) {
   EXPECT_EQ(format_bytes(3 * kGiB / 2), "1.5 GiB");
 }
 
+TEST(FormatCount, PluralUnlessOne) {
+  EXPECT_EQ(format_count(1, "rank"), "1 rank");
+  EXPECT_EQ(format_count(0, "worker"), "0 workers");
+  EXPECT_EQ(format_count(8, "worker"), "8 workers");
+}
+
 TEST(FormatDockerSize, RoundsUp) {
   EXPECT_EQ(format_docker_size(96 * kMiB + 1), "97m");
   EXPECT_EQ(format_docker_size(10 * kGiB), "10g");

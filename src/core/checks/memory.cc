@@ -45,8 +45,8 @@ std::uint64_t job_memory_need(const CheckOptions& options) {
 
 std::string job_memory_formula(const CheckOptions& options) {
   if (!options.worker_rss) return "";
-  return fmt::format("{} ranks x ({} workers + 1) x {}", options.ranks, options.workers,
-                     format_bytes(*options.worker_rss));
+  return fmt::format("{} x ({} + 1) x {}", format_count(options.ranks, "rank"),
+                     format_count(options.workers, "worker"), format_bytes(*options.worker_rss));
 }
 
 std::uint64_t with_margin(std::uint64_t need) {

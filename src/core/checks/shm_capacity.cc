@@ -136,10 +136,11 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
     finding.summary = fmt::format(
         "/dev/shm has {} free of {} but the job needs {} ({}): workers will die of SIGBUS",
         format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes), format_bytes(need),
-        loader_need > 0 ? fmt::format("{} ranks x {} workers x prefetch {} x {} batches",
-                                      options.ranks, options.workers, options.prefetch,
-                                      format_bytes(options.batch_bytes.value_or(0)))
-                        : "NCCL shm transport");
+        loader_need > 0
+            ? fmt::format("{} x {} x prefetch {} x {} batches", format_count(options.ranks, "rank"),
+                          format_count(options.workers, "worker"), options.prefetch,
+                          format_bytes(options.batch_bytes.value_or(0)))
+            : "NCCL shm transport");
   } else if (need > 0 && with_margin > stats->avail_bytes) {
     finding.severity = Severity::kWarn;
     finding.summary = fmt::format(

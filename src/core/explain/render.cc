@@ -11,6 +11,7 @@
 #include "core/report/json.h"
 #include "core/signatures/catalog.h"
 #include "core/signatures/normalize.h"
+#include "core/units.h"
 
 namespace headroom {
 
@@ -146,8 +147,8 @@ std::string render_explain_text(const Diagnosis& diagnosis, const HostConfirmati
   std::string out;
   const Candidate* verdict = diagnosis.verdict();
   if (verdict == nullptr) {
-    out += fmt::format("{}no known cause{} in {} line{}: nothing in the log matches the catalog.\n",
-                       bold, reset, diagnosis.lines, diagnosis.lines == 1 ? "" : "s");
+    out += fmt::format("{}no known cause{} in {}: nothing in the log matches the catalog.\n", bold,
+                       reset, format_count(diagnosis.lines, "line"));
     out +=
         "Pass the full log (all ranks, and `dmesg` or `kubectl describe pod` output), or add a "
         "signature with --catalog DIR.\n";

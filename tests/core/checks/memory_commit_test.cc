@@ -77,7 +77,7 @@ TEST(CheckMemoryCommit, StrictOvercommitJudgesTheJobWithMemoryAvailablesFormula)
   EXPECT_EQ(critical.severity, Severity::kCritical);
   EXPECT_THAT(
       critical.summary,
-      HasSubstr("the job commits about 8.0 GiB (1 ranks x (7 workers + 1) x 1.0 GiB) but only "
+      HasSubstr("the job commits about 8.0 GiB (1 rank x (7 workers + 1) x 1.0 GiB) but only "
                 "2.3 GiB left under CommitLimit 11.8 GiB"));
   EXPECT_THAT(critical.summary, HasSubstr("OSError: [Errno 12] Cannot allocate memory"));
   EXPECT_EQ(evidence_text(critical, "job_need_bytes"), "8.0 GiB");
