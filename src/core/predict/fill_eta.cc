@@ -56,6 +56,13 @@ double median(std::vector<double>& values) {
   return (lower + upper) / 2;
 }
 
+/// Share of the pairs of points in which `remaining` fell.
+double falling_share(const PairSlopes& pairs) {
+  return pairs.slopes.empty()
+             ? 0
+             : static_cast<double>(pairs.negative) / static_cast<double>(pairs.slopes.size());
+}
+
 /// The estimate over `points`, and the share of all pairs that are falling.
 struct Fit {
   FillEstimate estimate;
@@ -84,7 +91,7 @@ Fit fit(std::span<const SeriesPoint> points, const FillOptions& options) {
   const std::size_t moving = pairs.negative + pairs.positive;
   estimate.agreement =
       moving == 0 ? 0.0 : static_cast<double>(pairs.negative) / static_cast<double>(moving);
-  result.falling = static_cast<double>(pairs.negative) / static_cast<double>(pairs.slopes.size());
+  result.falling = falling_share(pairs);
   const double slope = median(pairs.slopes);
   estimate.rate = slope;
   if (slope >= 0 || estimate.agreement < options.min_agreement) return result;
@@ -120,8 +127,17 @@ FillEstimate fill_eta(std::span<const SeriesPoint> points, const FillOptions& op
   // Split at the start of the recent span: the head and the tail share that point.
   const std::size_t split = tail_start(points, options.recent_seconds);
   if (split + 1 < std::max<std::size_t>(options.min_samples, 2)) return whole;
-  Fit recent = fit(points.subspan(split), options);
+  const std::span<const SeriesPoint> tail = points.subspan(split);
+  Fit recent = fit(tail, options);
   if (!recent.estimate.eta_seconds || recent.falling < options.recent_falling) return whole;
+  // And it fell from the start of the span: a write burst shorter than the span
+  // (a checkpoint being saved) is flat in the span's first third.
+  const auto first_third =
+      std::partition_point(tail.begin(), tail.end(), [&](const SeriesPoint& point) {
+        return point.seconds <= tail.front().seconds + options.recent_seconds / 3;
+      });
+  const auto opening = tail.first(static_cast<std::size_t>(first_third - tail.begin()));
+  if (falling_share(pairwise_slopes(opening)) < options.min_agreement) return whole;
   // The rate changed when the tail falls clearly faster than what came before it
   // (flat, or slower); otherwise the whole window is the steadier view.
   const FillEstimate before = fit(points.first(split + 1), options).estimate;

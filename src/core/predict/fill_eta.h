@@ -36,12 +36,13 @@ struct FillOptions {
   double min_agreement = 0.6;
   /// When > 0, the newest `recent_seconds` are also estimated on their own, and
   /// that estimate wins when the rate has changed: space shrinks between at
-  /// least `recent_falling` of its pairs of points (a sustained trend over
-  /// about two thirds of the span or more; one checkpoint write is falling in
-  /// at most half of them) and at least `recent_factor` times faster than the
-  /// points before it. Without it a disk idle for most of the window and
-  /// filling fast now shows no trend (most pairs are flat) until it is nearly
-  /// full. `watch` sets this to `eta_min_span`.
+  /// least `recent_falling` of its pairs of points and between at least
+  /// `min_agreement` of the pairs in its first third (a trend over the whole
+  /// span: a checkpoint write shorter than it is flat at its start), and at
+  /// least `recent_factor` times faster than the points before it. Without it
+  /// a disk idle for most of the window and filling fast now shows no trend
+  /// (most pairs are flat) until it is nearly full. `watch` sets this to
+  /// `eta_min_span`.
   double recent_seconds = 0;
   double recent_falling = 0.9;
   double recent_factor = 1.5;

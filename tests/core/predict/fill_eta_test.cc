@@ -176,6 +176,20 @@ TEST(FillEta, OneCheckpointWriteInTheRecentSpanIsNotATrend) {
   EXPECT_FALSE(estimate.eta_seconds);
 }
 
+TEST(FillEta, AWriteShorterThanTheRecentSpanIsNotATrend) {
+  // A write at 0.5 GB/s from t=0 after an idle window, seen 115 s into the 150 s span: a
+  // checkpoint being saved looks like this, and it may end any moment.
+  const auto writing = [](double t) { return t < 0 ? 2e12 : 2e12 - 5e8 * t; };
+  const FillEstimate early = fill_eta(window(115, writing), recent_options());
+  EXPECT_FALSE(early.recent);
+  EXPECT_FALSE(early.eta_seconds);
+  // Still writing once it has lasted the whole span: a trend.
+  const FillEstimate late = fill_eta(window(155, writing), recent_options());
+  EXPECT_TRUE(late.recent);
+  ASSERT_TRUE(late.eta_seconds);
+  EXPECT_NEAR(*late.eta_seconds, (2e12 - 5e8 * 155) / 5e8, 1);
+}
+
 TEST(FillEta, MemoryStepWithNoiseIsNotATrend) {
   // MemAvailable jitters by 50 MB; a job allocated 2 GB once, 75 s ago.
   std::mt19937 random(5);
