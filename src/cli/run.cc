@@ -93,6 +93,13 @@ PostmortemInput gather(const Context& context, const SupervisionResult& run,
   }
   auto kernel_log = read_kmsg(context);
   if (kernel_log) {
+    // The oldest record still in the ring buffer must predate the job, or kills were lost.
+    input.kernel_log_covers_job =
+        kernel_log->boot_time.has_value() &&
+        (kernel_log->records.empty() ||
+         *kernel_log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                      kernel_log->records.front().since_boot) <=
+             started);
     for (OomEvent& event : parse_oom_events(kernel_log->records, kernel_log->boot_time)) {
       // Only kills during the job (a second of slack for the kernel clock).
       if (event.time && *event.time < started - std::chrono::seconds(1)) continue;

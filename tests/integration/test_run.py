@@ -44,6 +44,17 @@ for step, x in enumerate(DataLoader(Decoded(), batch_size=4, num_workers=2,
     print("step", step, flush=True)
 '''
 
+SLOW_JOB = r'''
+import os, time, torch
+from torch.utils.data import DataLoader, Dataset
+class Slow(Dataset):
+    def __len__(self): return 10000
+    def __getitem__(self, i): time.sleep(0.05); return torch.zeros(4)
+for step, x in enumerate(DataLoader(Slow(), batch_size=2, num_workers=2,
+                                    worker_init_fn=lambda w: print("worker", w, os.getpid(), flush=True))):
+    pass
+'''
+
 SAVE_JOB = r'''
 import os, sys, torch
 torch.manual_seed(0)
@@ -177,6 +188,33 @@ def test_memory_cgroup_too_small_is_host_oom_naming_the_worker(headroom, tmp_pat
     assert doc["process"]["pid"] in worker_pids, (doc["process"], worker_pids)
     assert evidence(doc, "cgroup_limit_bytes") == limit
     assert f"pid {doc['process']['pid']}" in result.stderr
+
+
+def test_a_worker_killed_from_outside_is_not_blamed_on_memory(headroom, tmp_path):
+    # A watchdog or a user (pkill -9) kills a DataLoader worker: torch says "killed by
+    # signal: Killed" like an OOM kill, but the kernel log of the run has no OOM kill
+    # and memory never ran low, so run does not blame memory.
+    job = write(tmp_path, "slow.py", SLOW_JOB)
+    # Any OOM kill on the host within a second of the job's start counts as during it (the
+    # kernel's clock drifts from the wall clock): keep clear of the previous test's.
+    time.sleep(2)
+    proc = subprocess.Popen([headroom, "run", "--interval", "200ms", "--report", str(tmp_path / "r.json"),
+                             "--", PYTHON, str(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("worker "), line
+    worker = int(line.split()[2])
+    time.sleep(1)  # a few samples of the running job
+    os.kill(worker, signal.SIGKILL)  # a process of this test's own job
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "terminated", err
+    assert doc["verdict"]["host_cause"] is False
+    assert doc["process"]["pid"] == worker and doc["process"]["role"] == "dataloader_worker", doc["process"]
+    assert doc["process"]["fate"] == "killed by SIGKILL, not by the OOM killer"
+    assert evidence(doc, "kernel_oom_kills_during_job") == 0
+    assert "not by the OOM killer" in err and "host_oom" not in err
 
 
 def test_torch_save_into_a_full_tmpfs_is_disk_full(headroom, tmp_path, scratch):

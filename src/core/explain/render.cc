@@ -49,7 +49,7 @@ std::string_view describe(std::string_view cause) {
   if (cause == "native_crash") return "a crash in native code (not a host problem)";
   if (cause == "interrupted") return "the job was interrupted (Ctrl-C / SIGINT)";
   if (cause == "terminated")
-    return "the job was stopped by a scheduler or a user (SIGTERM, time limit)";
+    return "the job was stopped by a scheduler or a user (SIGTERM or SIGKILL, a time limit)";
   return "";
 }
 

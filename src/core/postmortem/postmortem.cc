@@ -100,6 +100,93 @@ void add_exits(const PostmortemInput& input, Postmortem& result) {
   }
 }
 
+/// The lowest host MemAvailable, its share of the total, and the highest memory PSI
+/// ("full" avg10) and cgroup use of its limit over the run; nullopt without a memory sample.
+struct MemoryLow {
+  std::uint64_t available = 0;
+  std::uint64_t total = 0;
+  double psi_full = 0;
+  double cgroup_percent = 0;
+};
+
+std::optional<MemoryLow> lowest_memory(const SupervisionResult& run) {
+  std::optional<MemoryLow> low;
+  for (const JobSample& sample : run.timeline.samples()) {
+    if (!sample.host || !sample.host->memory || sample.host->memory->total_bytes == 0) continue;
+    const MemorySample& memory = *sample.host->memory;
+    if (!low) low = MemoryLow{};
+    if (low->total == 0 || memory.available_bytes < low->available) {
+      low->available = memory.available_bytes;
+      low->total = memory.total_bytes;
+    }
+    if (sample.host->pressure)
+      low->psi_full = std::max(low->psi_full, sample.host->pressure->full_avg10);
+    if (sample.host->cgroup && sample.host->cgroup->limit_bytes &&
+        *sample.host->cgroup->limit_bytes > 0) {
+      low->cgroup_percent = std::max(low->cgroup_percent,
+                                     100.0 * static_cast<double>(sample.host->cgroup->usage_bytes) /
+                                         static_cast<double>(*sample.host->cgroup->limit_bytes));
+    }
+  }
+  return low;
+}
+
+/// A SIGKILL reads as the OOM killer. When the kernel log covers the whole run and has no
+/// OOM kill in it, and memory never ran low (so a userspace killer such as earlyoom or
+/// systemd-oomd had no reason either), the signal came from outside: a time limit, a
+/// preemption, a stop that timed out, or a user.
+std::optional<Postmortem> killed_from_outside(const PostmortemInput& input) {
+  constexpr double kLowAvailablePercent = 10;  // earlyoom's default trigger
+  constexpr double kPressurePercent = 10;      // watch's memory_psi default
+  constexpr double kCgroupFullPercent = 90;
+  const SupervisionResult& run = *input.run;
+  if (!input.kernel_log_covers_job || !input.oom_events.empty()) return std::nullopt;
+  const std::optional<MemoryLow> low = lowest_memory(run);
+  if (!low) return std::nullopt;
+  const double available_percent =
+      100.0 * static_cast<double>(low->available) / static_cast<double>(low->total);
+  if (available_percent < kLowAvailablePercent || low->psi_full >= kPressurePercent ||
+      low->cgroup_percent >= kCgroupFullPercent) {
+    return std::nullopt;
+  }
+  // The killed process: one headroom reaped, else the one the output names (a DataLoader
+  // worker is reaped by its parent). A userspace killer's own line in the output decides.
+  if (input.diagnosis != nullptr && !input.diagnosis->fields.killed_pids.empty()) {
+    return std::nullopt;
+  }
+  std::optional<pid_t> pid = first_exit_with_signal(run, SIGKILL);
+  if (!pid) pid = pid_from_output(input, false);
+  if (!pid) return std::nullopt;
+  Postmortem result;
+  result.needed = true;
+  result.cause = "terminated";
+  result.confidence = "medium";
+  result.could_not_see = input.could_not_see;
+  add_exits(input, result);
+  result.process = name_process(input, *pid);
+  result.process->fate = "killed by SIGKILL, not by the OOM killer";
+  result.evidence.push_back({"kernel_oom_kills_during_job", std::uint64_t{0}, "count"});
+  result.evidence.push_back({"host_mem_available_min_bytes", low->available, "bytes"});
+  result.evidence.push_back({"host_mem_total_bytes", low->total, "bytes"});
+  result.reasoning = {
+      "the kernel log covers the whole run and has no OOM kill in it: the kernel OOM killer "
+      "did not send this SIGKILL.",
+      fmt::format("memory never ran low ({} available at the least, {} of {}), so a userspace "
+                  "OOM killer (earlyoom, systemd-oomd) had no reason to either.",
+                  format_bytes(low->available), format_percent(available_percent),
+                  format_bytes(low->total)),
+      "SIGKILL came from outside the job: a time limit or preemption (Slurm, Kubernetes), "
+      "`timeout -s KILL`, a stop that timed out (systemd, docker stop), or a user (kill -9)."};
+  result.fix = {
+      "find who sent it: Slurm: sacct -j $SLURM_JOB_ID -o JobID,State,ExitCode,Elapsed,Timelimit; "
+      "Kubernetes: kubectl describe pod (Last State, liveness probe, events); systemd: "
+      "journalctl -u UNIT; docker: docker inspect -f '{{.State}}' CONTAINER",
+      "userspace OOM killers log their kills: journalctl -u earlyoom -u systemd-oomd"};
+  result.summary = fmt::format("{} (pid {}) {}", result.process->role, result.process->pid,
+                               result.process->fate);
+  return result;
+}
+
 }  // namespace
 
 std::string describe_wait_status(int wait_status) {
@@ -182,6 +269,12 @@ Postmortem build_postmortem(const PostmortemInput& input) {
   }
   result.host_cause = is_host_cause(result.cause);
   if (verdict != nullptr && verdict->cause == result.cause) result.reasoning = verdict->reasoning;
+  if (result.cause == "host_oom" && ooms.empty() && cgroup_kills == 0) {
+    if (auto outside = killed_from_outside(input)) {
+      result = std::move(*outside);
+      return result;
+    }
+  }
 
   // Which process.
   std::optional<pid_t> pid;

@@ -27,6 +27,9 @@ struct PostmortemInput {
   std::vector<std::string> remedy;       ///< explain's remedies for the environment
   /// OOM kills in the kernel log during the job (all of them; filtered here by pid and cgroup).
   std::vector<OomEvent> oom_events;
+  /// The kernel log was read and reaches back to the job's start, so `oom_events` holds
+  /// every OOM kill of the run: none means the kernel OOM killer ended nothing.
+  bool kernel_log_covers_job = false;
   /// The job's memory cgroup (path and limit) and its OOM-kill counter before and after.
   std::optional<std::string> cgroup_path;
   std::optional<std::uint64_t> cgroup_limit_bytes;
