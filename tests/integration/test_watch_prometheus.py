@@ -139,8 +139,15 @@ def test_listen_address_is_checked_and_port_0_reports_the_bound_port(scratch: Pa
         assert line.startswith("headroom watch: serving /metrics on http://127.0.0.1:"), line
         url = line.split(" on ")[1].strip()
         assert not url.endswith(":0/metrics"), url
-        with urllib.request.urlopen(url, timeout=5) as response:
-            assert b"headroom_sample_duration_seconds" in response.read()
+        # The line comes before the first sample: its series appear once it is taken.
+        body = b""
+        for _ in range(50):
+            with urllib.request.urlopen(url, timeout=5) as response:
+                body = response.read()
+            if b"headroom_sample_duration_seconds" in body:
+                break
+            time.sleep(0.1)
+        assert b"headroom_sample_duration_seconds" in body, body
     finally:
         watch.terminate()
         watch.wait(timeout=10)
