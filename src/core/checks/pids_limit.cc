@@ -28,6 +28,7 @@
 #include "core/probes/limits.h"
 #include "core/probes/pids_cgroup.h"
 #include "core/probes/user_tasks.h"
+#include "core/units.h"
 
 namespace headroom {
 
@@ -240,10 +241,11 @@ std::vector<Finding> check_pids_limit(const CheckInput& input) {
                         [](const Bound& a, const Bound& b) { return a.room() < b.room(); });
   finding.add("room_left", binding.room(), "count");
   finding.add("binding_limit", binding.name);
-  const std::string estimate_text = fmt::format(
-      "the job needs about {} = {} rank(s) x ({} main-process threads + {} workers x {}){}",
-      need.total, options.ranks, need.main_threads, options.workers, kWorkerThreads,
-      options.ranks > 1 ? fmt::format(" + {} launcher", kLauncherTasks) : "");
+  const std::string estimate_text =
+      fmt::format("the job needs about {} = {} x ({} main-process threads + {} x {}){}", need.total,
+                  format_count(options.ranks, "rank"), need.main_threads,
+                  format_count(options.workers, "worker"), kWorkerThreads,
+                  options.ranks > 1 ? fmt::format(" + {} launcher", kLauncherTasks) : "");
   finding.summary =
       fmt::format("room for {} more tasks under {} ({} of {} in use); {}", binding.room(),
                   binding.name, binding.used, binding.limit, estimate_text);
