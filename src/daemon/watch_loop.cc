@@ -126,6 +126,9 @@ class SinkSet {
 struct Listening {
   std::unique_ptr<prometheus::Exposer> exposer;
   std::string address;
+  [[nodiscard]] std::string announcement() const {
+    return "serving /metrics on http://" + address + "/metrics";
+  }
 };
 
 Result<Listening> listen_on(const std::string& address,
@@ -160,7 +163,7 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
     auto listening = listen_on(*config.listen, collector);
     if (!listening) return fail(listening.error());
     exposer = std::move(listening->exposer);
-    if (hooks.log) hooks.log("serving /metrics on http://" + listening->address + "/metrics");
+    if (hooks.log) hooks.log(listening->announcement());
   }
   auto built = SinkSet::build(config, hooks);
   if (!built) return fail(built.error());
@@ -193,9 +196,7 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
             auto listening = listen_on(*reloaded->listen, collector);
             if (listening) {
               exposer = std::move(listening->exposer);
-              if (hooks.log) {
-                hooks.log("serving /metrics on http://" + listening->address + "/metrics");
-              }
+              if (hooks.log) hooks.log(listening->announcement());
             } else if (hooks.log) {
               hooks.log(listening.error().message);
             }

@@ -131,38 +131,40 @@ std::optional<MemoryLow> lowest_memory(const SupervisionResult& run) {
   return low;
 }
 
+/// "DataLoader worker (pid 12) killed by SIGKILL": the post-mortem's one line.
+std::string summarize(const Culprit& culprit) {
+  return fmt::format("{} (pid {}) {}", culprit.role, culprit.pid, culprit.fate);
+}
+
 /// A SIGKILL reads as the OOM killer. When the kernel log covers the whole run and has no
 /// OOM kill in it, and memory never ran low (so a userspace killer such as earlyoom or
 /// systemd-oomd had no reason either), the signal came from outside: a time limit, a
-/// preemption, a stop that timed out, or a user.
-std::optional<Postmortem> killed_from_outside(const PostmortemInput& input) {
+/// preemption, a stop that timed out, or a user. Then `result` says so and this returns true.
+bool blame_outside_kill(const PostmortemInput& input, Postmortem& result) {
   constexpr double kLowAvailablePercent = 10;  // earlyoom's default trigger
   constexpr double kPressurePercent = 10;      // watch's memory_psi default
   constexpr double kCgroupFullPercent = 90;
   const SupervisionResult& run = *input.run;
-  if (!input.kernel_log_covers_job || !input.oom_events.empty()) return std::nullopt;
+  if (!input.kernel_log_covers_job || !input.oom_events.empty()) return false;
   const std::optional<MemoryLow> low = lowest_memory(run);
-  if (!low) return std::nullopt;
+  if (!low) return false;
   const double available_percent =
       100.0 * static_cast<double>(low->available) / static_cast<double>(low->total);
   if (available_percent < kLowAvailablePercent || low->psi_full >= kPressurePercent ||
       low->cgroup_percent >= kCgroupFullPercent) {
-    return std::nullopt;
+    return false;
   }
   // The killed process: one headroom reaped, else the one the output names (a DataLoader
   // worker is reaped by its parent). A userspace killer's own line in the output decides.
   if (input.diagnosis != nullptr && !input.diagnosis->fields.killed_pids.empty()) {
-    return std::nullopt;
+    return false;
   }
   std::optional<pid_t> pid = first_exit_with_signal(run, SIGKILL);
   if (!pid) pid = pid_from_output(input, false);
-  if (!pid) return std::nullopt;
-  Postmortem result;
-  result.needed = true;
+  if (!pid) return false;
   result.cause = "terminated";
   result.confidence = "medium";
-  result.could_not_see = input.could_not_see;
-  add_exits(input, result);
+  result.host_cause = false;
   result.process = name_process(input, *pid);
   result.process->fate = "killed by SIGKILL, not by the OOM killer";
   result.evidence.push_back({"kernel_oom_kills_during_job", std::uint64_t{0}, "count"});
@@ -182,9 +184,8 @@ std::optional<Postmortem> killed_from_outside(const PostmortemInput& input) {
       "Kubernetes: kubectl describe pod (Last State, liveness probe, events); systemd: "
       "journalctl -u UNIT; docker: docker inspect -f '{{.State}}' CONTAINER",
       "userspace OOM killers log their kills: journalctl -u earlyoom -u systemd-oomd"};
-  result.summary = fmt::format("{} (pid {}) {}", result.process->role, result.process->pid,
-                               result.process->fate);
-  return result;
+  result.summary = summarize(*result.process);
+  return true;
 }
 
 }  // namespace
@@ -269,11 +270,9 @@ Postmortem build_postmortem(const PostmortemInput& input) {
   }
   result.host_cause = is_host_cause(result.cause);
   if (verdict != nullptr && verdict->cause == result.cause) result.reasoning = verdict->reasoning;
-  if (result.cause == "host_oom" && ooms.empty() && cgroup_kills == 0) {
-    if (auto outside = killed_from_outside(input)) {
-      result = std::move(*outside);
-      return result;
-    }
+  if (result.cause == "host_oom" && ooms.empty() && cgroup_kills == 0 &&
+      blame_outside_kill(input, result)) {
+    return result;
   }
 
   // Which process.
@@ -328,7 +327,7 @@ Postmortem build_postmortem(const PostmortemInput& input) {
         "running.");
   }
   result.fix = input.remedy;
-  result.summary = fmt::format("{} (pid {}) {}", culprit.role, culprit.pid, culprit.fate);
+  result.summary = summarize(culprit);
   return result;
 }
 
