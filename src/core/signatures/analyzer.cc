@@ -2,6 +2,20 @@
 // prefilter over blocks of whole lines, and runs RE2 only on the lines where a
 // literal was found. Line numbers come from counting '\n' (a tqdm bar redrawn
 // with '\r' stays one line, as in an editor).
+//
+// Three things make it read pasted logs as well as written ones:
+// - Wrapped lines. Pastes are hard-wrapped mid-phrase ("Too" / "many open files"),
+//   so in the first kPasteBytes of each source every pair of adjacent lines is also
+//   matched joined (with and without a space); a match counts there only when it
+//   crosses the break and matched neither line alone.
+// - Located errors. "No space left on device" says that space ran out, not where: a
+//   signature with `locate` takes its place from the path it names, else from the
+//   location hints ([[location]]: paths under /tmp or /dev/shm, tempfile.py,
+//   SemLock, Ray's spilling...) on its line, in the kBefore lines before it (its
+//   traceback) or the kAfter lines after it, nearest first. An error whose place was
+//   inferred counts as strong at most: only a named place is decisive.
+// - Kill reports. A `by_signal` signature takes its cause from the signal the
+//   reporter names, in whatever spelling it uses (signals.h).
 
 #include "core/signatures/analyzer.h"
 
@@ -12,11 +26,13 @@
 #include <charconv>
 #include <cstring>
 #include <deque>
+#include <map>
 
 #include "core/signatures/envelope.h"
 #include "core/signatures/normalize.h"
 #include "core/signatures/prefilter.h"
 #include "core/signatures/reasoning.h"
+#include "core/signatures/signals.h"
 
 namespace headroom {
 
@@ -34,6 +50,33 @@ constexpr std::size_t kEvidenceTextBytes = 512;
 /// Literals shorter than this would make the prefilter's stride tiny; such a
 /// signature runs its patterns on every line instead.
 constexpr std::size_t kMinLiteral = 6;
+/// The head of each source in which adjacent lines are also matched joined: a paste
+/// is small; a log a program wrote is not wrapped, and its size must not slow the scan.
+constexpr std::size_t kPasteBytes = 1024 * 1024;
+/// Bytes of each side of a line break that a joined match looks at.
+constexpr std::size_t kJoinBytes = 512;
+/// Lines before and after a located error in which location hints count.
+constexpr std::uint64_t kBefore = 40;
+constexpr std::uint64_t kAfter = 16;
+constexpr std::size_t kMaxMarks = 256;
+constexpr std::size_t kMaxPending = 64;
+
+/// The values of a match's named groups: (group name, value), empty values dropped.
+using NamedValues = std::vector<std::pair<std::string, std::string>>;
+
+/// A location hint seen on a line of the current source.
+struct Mark {
+  std::uint64_t line = 0;
+  std::string where;
+};
+
+/// A located error still waiting for a hint in the lines after it.
+struct Pending {
+  std::size_t index = 0;
+  std::string text;
+  NamedValues values;
+  std::uint64_t line = 0;
+};
 
 struct CompiledSignature {
   std::vector<std::unique_ptr<RE2>> patterns;
@@ -65,6 +108,11 @@ class LogAnalyzer::Impl {
     for (std::size_t i = 0; i < catalog_.signatures.size(); ++i) {
       const Signature& signature = catalog_.signatures[i];
       CompiledSignature compiled;
+      if (!signature.signals.empty()) {  // a signal's meaning: nothing to match
+        for (int number : signature.signals) meanings_.emplace(number, i);
+        compiled_.push_back(std::move(compiled));
+        continue;
+      }
       for (const std::string& pattern : signature.patterns) {
         compiled.patterns.push_back(std::make_unique<RE2>(pattern, RE2::Quiet));
       }
@@ -75,6 +123,10 @@ class LogAnalyzer::Impl {
         compiled.excludes_context = std::make_unique<RE2>(signature.excludes_context, RE2::Quiet);
       }
       compiled_.push_back(std::move(compiled));
+      if (signature.paste_only) {
+        paste_always_.push_back(i);
+        continue;
+      }
       const bool usable = !signature.literals.empty() &&
                           std::all_of(signature.literals.begin(), signature.literals.end(),
                                       [](const std::string& l) { return l.size() >= kMinLiteral; });
@@ -148,9 +200,14 @@ class LogAnalyzer::Impl {
       carry_.clear();
       skipping_ = false;
     }
+    expire_pending(~std::uint64_t{0} - kAfter - 1);
     lines_before_source_ += line_base_;
     line_base_ = 0;
+    source_bytes_ = 0;
     tail_.clear();
+    marks_.clear();
+    prev_text_.clear();
+    matched_prev_.clear();
   }
 
   Diagnosis finish() {
@@ -187,8 +244,28 @@ class LogAnalyzer::Impl {
     std::size_t counted_at = 0;
     std::uint64_t counted_lines = 0;
     std::size_t i = 0;
+    std::vector<std::size_t> signatures;
+    // The head of a source: every line, so that wrapped messages are seen joined.
+    while (counted_at < block.size() && source_bytes_ + counted_at < kPasteBytes) {
+      const std::size_t line_end = block.find('\n', counted_at);
+      std::size_t offset = std::string_view::npos;
+      collect(i, line_end, signatures, offset);
+      if (!paste_always_.empty()) {
+        for (std::size_t signature : paste_always_) add_once(signature, signatures);
+        std::sort(signatures.begin(), signatures.end());
+      }
+      process_line(block, counted_at, line_end,
+                   offset == std::string_view::npos ? line_end - counted_at : offset - counted_at,
+                   signatures, line_base_ + counted_lines + 1, /*paste=*/true);
+      ++counted_lines;
+      counted_at = line_end + 1;
+    }
     while (i < hits_.size()) {
       const std::size_t at = hits_[i].first;
+      if (at < counted_at) {  // a hit on a line the head already read
+        ++i;
+        continue;
+      }
       const void* before = at == 0 ? nullptr : memrchr(block.data(), '\n', at);
       const std::size_t line_start =
           before == nullptr
@@ -198,32 +275,50 @@ class LogAnalyzer::Impl {
       counted_lines +=
           LiteralPrefilter::count_newlines(block.data() + counted_at, block.data() + line_start);
       counted_at = line_start;
-      ++generation_;
-      std::vector<std::size_t> signatures;
-      for (; i < hits_.size() && hits_[i].first < line_end; ++i) {
-        const std::size_t literal = hits_[i].second;
-        const auto add = [&](std::size_t signature) {
-          if (seen_on_line_[signature] == generation_) return;
-          seen_on_line_[signature] = generation_;
-          signatures.push_back(signature);
-        };
-        if (literal == kAlways) {
-          for (std::size_t signature : always_) add(signature);
-        } else {
-          for (std::size_t signature : literal_signatures_[literal]) add(signature);
-        }
-      }
-      std::sort(signatures.begin(), signatures.end());
-      process_line(block, line_start, line_end, at - line_start, signatures,
-                   line_base_ + counted_lines + 1);
+      std::size_t offset = line_start;
+      collect(i, line_end, signatures, offset);
+      process_line(block, line_start, line_end, offset - line_start, signatures,
+                   line_base_ + counted_lines + 1, /*paste=*/false);
     }
     line_base_ += LiteralPrefilter::count_newlines(block.data(), block.data() + block.size());
+    source_bytes_ += block.size();
     observations_.lines = lines_before_source_ + line_base_;
+    expire_pending(line_base_);
     remember_tail(block);
   }
 
+  /// The signatures whose literals hits_[i...] found before `line_end`, in catalog order;
+  /// `offset` becomes the first hit's position (unchanged when there is none).
+  void collect(std::size_t& i, std::size_t line_end, std::vector<std::size_t>& signatures,
+               std::size_t& offset) {
+    ++generation_;
+    signatures.clear();
+    bool placed = false;
+    for (; i < hits_.size() && hits_[i].first < line_end; ++i) {
+      const std::size_t literal = hits_[i].second;
+      // The first literal found places the line's '\r' segment; a line-wide hit does not.
+      if (!placed && literal != kAlways) {
+        offset = hits_[i].first;
+        placed = true;
+      }
+      if (literal == kAlways) {
+        for (std::size_t signature : always_) add_once(signature, signatures);
+      } else {
+        for (std::size_t signature : literal_signatures_[literal]) add_once(signature, signatures);
+      }
+    }
+    std::sort(signatures.begin(), signatures.end());
+  }
+
+  void add_once(std::size_t signature, std::vector<std::size_t>& signatures) {
+    if (seen_on_line_[signature] == generation_) return;
+    seen_on_line_[signature] = generation_;
+    signatures.push_back(signature);
+  }
+
   void process_line(std::string_view block, std::size_t start, std::size_t end, std::size_t offset,
-                    const std::vector<std::size_t>& signatures, std::uint64_t line_number) {
+                    const std::vector<std::size_t>& signatures, std::uint64_t line_number,
+                    bool paste) {
     std::string_view raw = block.substr(start, end - start);
     if (raw.size() > kMaxLine) {  // a long line: look at a window around the hit
       const std::size_t from = offset > kMaxLine / 2 ? offset - kMaxLine / 2 : 0;
@@ -231,56 +326,241 @@ class LogAnalyzer::Impl {
       offset -= from;
     }
     const std::string text = normalize_line(raw, offset);
-    for (std::size_t signature : signatures) match(signature, text, block, start, line_number);
+    matched_now_.clear();
+    analyse(text, signatures, line_number, block, start, nullptr);
+    if (!paste) return;
+    // A message wrapped onto this line: the previous line's end joined to this line's start.
+    const bool redrawn = raw.find('\r') != std::string_view::npos;
+    std::string head = redrawn ? normalize_line(raw, 0) : text;
+    const std::size_t indent = head.find_first_not_of(" \t");
+    if (indent == std::string::npos) head.clear();
+    if (!prev_text_.empty() && !head.empty()) {
+      head.erase(0, indent);
+      if (head.size() > kJoinBytes) head.resize(kJoinBytes);
+      join(head, line_number - 1, block, start);
+    }
+    prev_text_ = redrawn ? normalize_line(raw, raw.size()) : text;
+    if (prev_text_.size() > kJoinBytes) prev_text_.erase(0, prev_text_.size() - kJoinBytes);
+    matched_prev_.swap(matched_now_);
   }
 
-  void match(std::size_t index, const std::string& text, std::string_view block,
-             std::size_t line_start, std::uint64_t line_number) {
-    const CompiledSignature& compiled = compiled_[index];
-    const RE2* matched = nullptr;
-    std::vector<std::string> values;
-    for (const auto& pattern : compiled.patterns) {
+  /// Matches prev_text_ + (" " or "") + `head`, for messages split by a line break.
+  void join(const std::string& head, std::uint64_t line_number, std::string_view block,
+            std::size_t line_start) {
+    std::vector<std::size_t> joined_matches;
+    for (const char* separator : {" ", ""}) {
+      std::string joined = prev_text_;
+      const std::size_t break_begin = joined.size();
+      joined += separator;
+      const std::size_t break_end = joined.size();
+      joined += head;
+      ++generation_;
+      std::vector<std::size_t> signatures;
+      prefilter_.scan(joined, [&](std::size_t, std::size_t literal) {
+        for (std::size_t signature : literal_signatures_[literal]) add_once(signature, signatures);
+      });
+      for (std::size_t signature : always_) add_once(signature, signatures);
+      std::sort(signatures.begin(), signatures.end());
+      std::erase_if(signatures, [&](std::size_t signature) {
+        const auto in = [&](const std::vector<std::size_t>& list) {
+          return std::find(list.begin(), list.end(), signature) != list.end();
+        };
+        return in(matched_prev_) || in(matched_now_) || in(joined_matches);
+      });
+      if (signatures.empty()) continue;
+      const std::pair<std::size_t, std::size_t> junction{break_begin, break_end};
+      const std::vector<std::size_t> found =
+          analyse(joined, signatures, line_number, block, line_start, &junction);
+      joined_matches.insert(joined_matches.end(), found.begin(), found.end());
+    }
+  }
+
+  /// Runs `signatures` on `text` (a line, or two joined at `junction`: then a match must
+  /// span the break). Location hints become marks; errors are concluded. Returns the
+  /// signatures that matched.
+  std::vector<std::size_t> analyse(const std::string& text,
+                                   const std::vector<std::size_t>& signatures,
+                                   std::uint64_t line_number, std::string_view block,
+                                   std::size_t line_start,
+                                   const std::pair<std::size_t, std::size_t>* junction) {
+    std::vector<std::size_t> matched;
+    std::vector<std::pair<std::size_t, NamedValues>> errors;
+    for (std::size_t index : signatures) {
+      NamedValues values;
+      std::size_t begin = 0;
+      std::size_t end = 0;
+      if (!run_patterns(index, text, values, begin, end)) continue;
+      if (junction != nullptr && (begin >= junction->first || end <= junction->second)) continue;
+      if (!context_allows(index, text, block, line_start)) continue;
+      matched.push_back(index);
+      if (junction == nullptr) matched_now_.push_back(index);
+      const Signature& signature = catalog_.signatures[index];
+      if (!signature.where.empty()) {
+        add_mark(line_number, signature.where);
+        continue;
+      }
+      errors.emplace_back(index, std::move(values));
+    }
+    for (auto& [index, values] : errors) conclude(index, text, std::move(values), line_number);
+    return matched;
+  }
+
+  /// The first pattern of signature `index` that matches `text`: its named groups and span.
+  bool run_patterns(std::size_t index, const std::string& text, NamedValues& values,
+                    std::size_t& begin, std::size_t& end) const {
+    for (const auto& pattern : compiled_[index].patterns) {
       const int groups = pattern->NumberOfCapturingGroups();
-      values.assign(static_cast<std::size_t>(groups), std::string());
-      std::vector<RE2::Arg> args(values.size());
-      std::vector<const RE2::Arg*> pointers(values.size());
-      for (std::size_t g = 0; g < values.size(); ++g) {
-        args[g] = RE2::Arg(&values[g]);
-        pointers[g] = &args[g];
+      std::vector<re2::StringPiece> parts(static_cast<std::size_t>(groups) + 1);
+      if (!pattern->Match(text, 0, text.size(), RE2::UNANCHORED, parts.data(), groups + 1))
+        continue;
+      begin = static_cast<std::size_t>(parts[0].data() - text.data());
+      end = begin + parts[0].size();
+      for (const auto& [group, name] : pattern->CapturingGroupNames()) {
+        const re2::StringPiece& value = parts[static_cast<std::size_t>(group)];
+        if (!value.empty()) values.emplace_back(name, std::string(value.data(), value.size()));
       }
-      if (RE2::PartialMatchN(text, *pattern, pointers.data(), groups)) {
-        matched = pattern.get();
-        break;
-      }
+      return true;
     }
-    if (matched == nullptr) return;
-    const Signature& signature = catalog_.signatures[index];
-    if (compiled.requires_context || compiled.excludes_context) {
-      const std::vector<std::string> context =
-          previous_lines(block, line_start, signature.context_lines);
-      const auto any = [&](const RE2& re) {
-        if (RE2::PartialMatch(text, re)) return true;
-        return std::any_of(context.begin(), context.end(),
-                           [&](const std::string& line) { return RE2::PartialMatch(line, re); });
-      };
-      if (compiled.requires_context && !any(*compiled.requires_context)) return;
-      if (compiled.excludes_context && any(*compiled.excludes_context)) return;
-    }
-    record(index, text, *matched, values, line_number);
+    return false;
   }
 
-  void record(std::size_t index, const std::string& text, const RE2& pattern,
-              const std::vector<std::string>& values, std::uint64_t line_number) {
+  bool context_allows(std::size_t index, const std::string& text, std::string_view block,
+                      std::size_t line_start) const {
+    const CompiledSignature& compiled = compiled_[index];
+    if (!compiled.requires_context && !compiled.excludes_context) return true;
+    const std::vector<std::string> context =
+        previous_lines(block, line_start, catalog_.signatures[index].context_lines);
+    const auto any = [&](const RE2& re) {
+      if (RE2::PartialMatch(text, re)) return true;
+      return std::any_of(context.begin(), context.end(),
+                         [&](const std::string& line) { return RE2::PartialMatch(line, re); });
+    };
+    if (compiled.requires_context && !any(*compiled.requires_context)) return false;
+    return !(compiled.excludes_context && any(*compiled.excludes_context));
+  }
+
+  /// Decides a matched error's cause: by the signal it reports, by where it happened, or
+  /// the signature's own.
+  void conclude(std::size_t index, const std::string& text, NamedValues values,
+                std::uint64_t line_number) {
     const Signature& signature = catalog_.signatures[index];
+    if (signature.by_signal) {
+      const std::optional<int> signal = reported_signal(values);
+      if (!signal) return;  // an ordinary exit status: nothing to say
+      const auto meaning = meanings_.find(*signal);
+      if (meaning == meanings_.end()) return;
+      const Signature& means = catalog_.signatures[meaning->second];
+      record(index, text, values, line_number, means.cause,
+             std::max(signature.strength, means.strength), {}, meaning->second);
+      return;
+    }
+    if (!signature.locate) {
+      record(index, text, values, line_number, signature.cause, signature.strength, {});
+      return;
+    }
+    for (const auto& [name, value] : values) {
+      if (name == "path") {
+        locate(index, text, values, line_number, location_for_path(value),
+               fmt::format("it names {}", value), true);
+        return;
+      }
+    }
+    // The nearest hint on this line or before it (its traceback), else wait for one after it.
+    for (auto it = marks_.rbegin(); it != marks_.rend(); ++it) {
+      if (it->line > line_number) continue;
+      if (it->line + kBefore < line_number) break;
+      const bool same_line = it->line == line_number;
+      locate(
+          index, text, values, line_number, it->where,
+          same_line ? "the line says where" : fmt::format("line {} above it says where", it->line),
+          same_line);
+      return;
+    }
+    if (pending_.size() >= kMaxPending) settle(pending_.front(), "disk", {});
+    if (pending_.size() >= kMaxPending) pending_.erase(pending_.begin());
+    pending_.push_back(Pending{index, text, std::move(values), line_number});
+  }
+
+  static std::optional<int> reported_signal(const NamedValues& values) {
+    for (const auto& [name, value] : values) {
+      if (name == "signal") {
+        if (std::optional<int> number = signal_number(value)) return number;
+      } else if (name == "exit_code") {
+        if (std::optional<int> status = to_number<int>(value)) {
+          if (*status < 0) return -*status;  // Python's returncode -N
+          if (std::optional<int> number = signal_from_status(*status)) return number;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  void add_mark(std::uint64_t line_number, const std::string& where) {
+    if (!marks_.empty() && marks_.back().line == line_number && marks_.back().where == where)
+      return;
+    marks_.push_back(Mark{line_number, where});
+    if (marks_.size() > kMaxMarks) marks_.pop_front();
+    // Errors just above that were waiting for a place.
+    std::vector<Pending> waiting;
+    waiting.swap(pending_);
+    for (Pending& pending : waiting) {
+      if (pending.line < line_number && line_number <= pending.line + kAfter) {
+        settle(pending, where, fmt::format("line {} below it says where", line_number));
+      } else {
+        pending_.push_back(std::move(pending));
+      }
+    }
+  }
+
+  /// Located errors that no hint followed within kAfter lines: the disk, unnamed.
+  void expire_pending(std::uint64_t lines_read) {
+    std::vector<Pending> waiting;
+    waiting.swap(pending_);
+    for (Pending& pending : waiting) {
+      if (pending.line + kAfter < lines_read + 1) {
+        settle(pending, "disk", {});
+      } else {
+        pending_.push_back(std::move(pending));
+      }
+    }
+  }
+
+  void settle(Pending& pending, std::string_view where, std::string how) {
+    locate(pending.index, pending.text, pending.values, pending.line, where, std::move(how), false);
+  }
+
+  /// Records a located error at `where`; `named` when the line itself says where, else it
+  /// counts as strong at most.
+  void locate(std::size_t index, const std::string& text, const NamedValues& values,
+              std::uint64_t line_number, std::string_view where, std::string how, bool named) {
+    const Signature& signature = catalog_.signatures[index];
+    std::string cause = signature.cause;
+    if (const auto found = signature.by_location.find(where);
+        found != signature.by_location.end()) {
+      cause = found->second;
+    } else {
+      for (const auto& [location, default_cause] : kDefaultLocationCauses) {
+        if (location == where) cause = default_cause;
+      }
+    }
+    if (cause.empty() || cause == "none") return;
+    const Strength strength =
+        named ? signature.strength : std::max(signature.strength, Strength::kStrong);
+    if (how.empty())
+      how = "nothing near it says where: not the temp dir or /dev/shm, as far as the log shows";
+    record(index, text, values, line_number, cause, strength, std::move(how));
+  }
+
+  void record(std::size_t index, const std::string& text, const NamedValues& values,
+              std::uint64_t line_number, const std::string& cause, Strength strength,
+              std::string how, std::optional<std::size_t> meaning = std::nullopt) {
     const std::string reference = source_.empty() ? fmt::format("line {}", line_number)
                                                   : fmt::format("{}:{}", source_, line_number);
     ExtractedFields& fields = observations_.fields;
     std::vector<std::int64_t> pids;
     std::string signal;
-    std::string path;
-    for (const auto& [group, name] : pattern.CapturingGroupNames()) {
-      const std::string& value = values[static_cast<std::size_t>(group - 1)];
-      if (value.empty()) continue;
+    bool sigkill = false;
+    for (const auto& [name, value] : values) {
       if (name == "pid" || name == "pids") {
         // "pid(s) 123, 456" lists several.
         std::size_t at = 0;
@@ -302,17 +582,20 @@ class LogAnalyzer::Impl {
             observations_.killed_pids.emplace_back(*pid, reference);
         }
       } else if (name == "path") {
-        path = value;
         add_bounded(fields.paths, value);
       } else if (name == "size") {
         if (auto size = to_number<std::uint64_t>(value)) add_bounded(fields.sizes, *size);
       } else if (name == "signal") {
         signal = value;
         add_bounded(fields.signals, value);
+        sigkill = sigkill || signal_number(value) == 9;
       } else if (name == "errno") {
         if (auto number = to_number<int>(value)) add_bounded(fields.errnos, *number);
       } else if (name == "exit_code") {
-        if (auto number = to_number<int>(value)) add_bounded(fields.exit_codes, *number);
+        if (auto number = to_number<int>(value)) {
+          add_bounded(fields.exit_codes, *number);
+          sigkill = sigkill || *number == -9 || signal_from_status(*number) == 9;
+        }
       }
     }
     if (!signal.empty()) {
@@ -321,20 +604,43 @@ class LogAnalyzer::Impl {
           observations_.signalled_pids.emplace_back(pid, signal);
       }
     }
-    const std::string cause = signature.cause_by_path && !path.empty()
-                                  ? cause_for_path(path, signature.cause)
-                                  : signature.cause;
     HitSummary& hit = observations_.hits[{index, cause}];
     if (hit.count == 0) {
       hit.first_order = ++order_;
       hit.first_reference = reference;
+      hit.strength = strength;
+      hit.how_located = std::move(how);
+    } else if (strength < hit.strength) {  // kDecisive is the smallest value
+      hit.strength = strength;
+      hit.how_located = std::move(how);
     }
     ++hit.count;
-    if (kept_[index] < kEvidencePerSignature && observations_.evidence.size() < kMaxEvidence) {
-      ++kept_[index];
-      observations_.evidence.push_back(EvidenceLine{
-          source_, line_number, printable_utf8(text, kEvidenceTextBytes), signature.id, cause});
+    if (meaning) hit.meaning = meaning;
+    hit.sigkill = hit.sigkill || sigkill;
+    hit.max_pids = std::max(hit.max_pids, pids.size());
+    keep_evidence(index, text, line_number, cause, strength);
+  }
+
+  /// One evidence line per log line: when several signatures match a line, the strongest
+  /// names it (the others still count in the candidates' signatures).
+  void keep_evidence(std::size_t index, const std::string& text, std::uint64_t line_number,
+                     const std::string& cause, Strength strength) {
+    std::vector<EvidenceLine>& evidence = observations_.evidence;
+    for (std::size_t back = 0; back < std::min<std::size_t>(evidence.size(), 8); ++back) {
+      const std::size_t at = evidence.size() - 1 - back;
+      if (evidence[at].line != line_number || evidence[at].source != source_) continue;
+      if (strength < evidence_strength_[at]) {
+        evidence[at].signature = catalog_.signatures[index].id;
+        evidence[at].cause = cause;
+        evidence_strength_[at] = strength;
+      }
+      return;
     }
+    if (kept_[index] >= kEvidencePerSignature || evidence.size() >= kMaxEvidence) return;
+    ++kept_[index];
+    evidence.push_back(EvidenceLine{source_, line_number, printable_utf8(text, kEvidenceTextBytes),
+                                    catalog_.signatures[index].id, cause});
+    evidence_strength_.push_back(strength);
   }
 
   /// Appends up to `count` normalised lines of `block` that end before `end`, nearest first.
@@ -380,7 +686,9 @@ class LogAnalyzer::Impl {
   LiteralPrefilter prefilter_;
   std::vector<std::vector<std::size_t>> literal_signatures_;
   std::vector<std::size_t> always_;
+  std::vector<std::size_t> paste_always_;  ///< paste_only signatures: every line of the head
   std::vector<std::size_t> kept_;
+  std::vector<Strength> evidence_strength_;  ///< beside observations_.evidence
   std::vector<std::uint64_t> seen_on_line_;
   std::uint64_t generation_ = 0;
   std::vector<std::pair<std::size_t, std::size_t>> hits_;
@@ -394,6 +702,13 @@ class LogAnalyzer::Impl {
   std::uint64_t lines_before_source_ = 0;
   std::deque<std::string> tail_;
   std::uint64_t order_ = 0;
+  std::uint64_t source_bytes_ = 0;         ///< bytes of the current source scanned so far
+  std::deque<Mark> marks_;                 ///< recent location hints of the current source
+  std::vector<Pending> pending_;           ///< located errors waiting for a hint below them
+  std::string prev_text_;                  ///< the previous line's end, for joined matches
+  std::vector<std::size_t> matched_prev_;  ///< signatures that matched the previous line
+  std::vector<std::size_t> matched_now_;   ///< ... and this one
+  std::map<int, std::size_t> meanings_;    ///< signal number -> its [[signal]] entry
 };
 
 LogAnalyzer::LogAnalyzer(const Catalog& catalog) : impl_(std::make_unique<Impl>(catalog)) {}

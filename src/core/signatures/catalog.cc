@@ -68,23 +68,53 @@ Result<Strength> parse_strength(std::string_view text, const std::string& where)
       fmt::format("{}: strength must be decisive, strong or suggestive, got '{}'", where, text)));
 }
 
+bool known_location(std::string_view name) {
+  return std::find(std::begin(kLocations), std::end(kLocations), name) != std::end(kLocations);
+}
+
+/// `kind` is "signature" or "location" (a [[location]] hint: `where` instead of a cause).
 Result<Signature> parse_signature(const toml::table& table, std::string_view origin,
-                                  std::size_t index) {
+                                  std::size_t index, std::string_view kind) {
   Signature signature;
   signature.origin = std::string(origin);
   signature.id = table["id"].value_or(std::string());
-  const std::string where = fmt::format("{}: signature #{}{}", origin, index + 1,
+  const std::string where = fmt::format("{}: {} #{}{}", origin, kind, index + 1,
                                         signature.id.empty() ? "" : " (" + signature.id + ")");
   if (signature.id.empty()) return fail(Error::parse(where + ": missing 'id'"));
-  signature.cause = table["cause"].value_or(std::string());
-  if (signature.cause.empty()) return fail(Error::parse(where + ": missing 'cause'"));
+  if (kind == "signal") {
+    signature.cause = table["cause"].value_or(std::string());
+    if (signature.cause.empty()) return fail(Error::parse(where + ": missing 'cause'"));
+    const toml::array* numbers = table["signals"].as_array();
+    if (numbers != nullptr) {
+      for (const toml::node& item : *numbers) {
+        const std::optional<std::int64_t> number = item.value<std::int64_t>();
+        if (!number || *number < 1 || *number > 64)
+          return fail(Error::parse(where + ": 'signals' must be signal numbers (1..64)"));
+        signature.signals.push_back(static_cast<int>(*number));
+      }
+    }
+    if (signature.signals.empty())
+      return fail(Error::parse(where + ": needs 'signals', a list of signal numbers"));
+  } else if (kind == "location") {
+    signature.where = table["where"].value_or(std::string());
+    if (!known_location(signature.where))
+      return fail(Error::parse(fmt::format(
+          "{}: 'where' must be shm, shm_ipc, tmp or disk, got '{}'", where, signature.where)));
+  } else {
+    signature.cause = table["cause"].value_or(std::string());
+    if (signature.cause.empty()) return fail(Error::parse(where + ": missing 'cause'"));
+    signature.by_signal = signature.cause == "by_signal";
+  }
   auto strength = parse_strength(table["strength"].value_or(std::string("strong")), where);
   if (!strength) return fail(strength.error());
   signature.strength = *strength;
 
   auto patterns = string_list(table, "patterns", where);
   if (!patterns) return fail(patterns.error());
-  if (patterns->empty()) return fail(Error::parse(where + ": needs at least one pattern"));
+  if (kind == "signal" && !patterns->empty())
+    return fail(Error::parse(where + ": a [[signal]] entry has no patterns"));
+  if (kind != "signal" && patterns->empty())
+    return fail(Error::parse(where + ": needs at least one pattern"));
   for (const std::string& pattern : *patterns) {
     if (auto checked = check_pattern(pattern, where); !checked) return fail(checked.error());
   }
@@ -120,7 +150,24 @@ Result<Signature> parse_signature(const toml::table& table, std::string_view ori
   if (context_lines < 0 || context_lines > 64)
     return fail(Error::parse(where + ": context_lines must be in 0..64"));
   signature.context_lines = static_cast<std::size_t>(context_lines);
-  signature.cause_by_path = table["cause_by_path"].value_or(false);
+  signature.paste_only = table["paste_only"].value_or(false);
+  signature.locate = table["locate"].value_or(table["cause_by_path"].value_or(false));
+  if (const toml::node* node = table.get("by_location")) {
+    const toml::table* map = node->as_table();
+    if (map == nullptr)
+      return fail(Error::parse(where + ": 'by_location' must be a table of location = cause"));
+    for (const auto& [key, value] : *map) {
+      const auto* cause = value.as_string();
+      if (!known_location(key.str()) || cause == nullptr)
+        return fail(Error::parse(fmt::format(
+            "{}: by_location.{} must be one of shm, shm_ipc, tmp, disk with a cause string", where,
+            key.str())));
+      signature.by_location.emplace(std::string(key.str()), cause->get());
+    }
+    signature.locate = true;
+  }
+  if (signature.by_signal && signature.locate)
+    return fail(Error::parse(where + ": a by_signal signature cannot also be located"));
   signature.explanation = table["explanation"].value_or(std::string());
   auto confirm = string_list(table, "confirm", where);
   if (!confirm) return fail(confirm.error());
@@ -175,23 +222,27 @@ Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origi
         fmt::format("{}:{}:{}: {}", origin, begin.line, begin.column, error.description())));
   }
   Catalog catalog;
-  const toml::node* list = root.get("signature");
-  if (list == nullptr) return catalog;  // an empty file is a valid, empty catalog
-  const toml::array* array = list->as_array();
-  if (array == nullptr)
-    return fail(Error::parse(
-        fmt::format("{}: 'signature' must be an array of tables ([[signature]])", origin)));
   std::map<std::string, bool> seen;
-  for (std::size_t i = 0; i < array->size(); ++i) {
-    const toml::table* table = (*array)[i].as_table();
-    if (table == nullptr)
-      return fail(Error::parse(fmt::format("{}: signature #{} is not a table", origin, i + 1)));
-    auto signature = parse_signature(*table, origin, i);
-    if (!signature) return fail(signature.error());
-    if (seen[signature->id])
-      return fail(Error::parse(fmt::format("{}: duplicate id '{}'", origin, signature->id)));
-    seen[signature->id] = true;
-    catalog.signatures.push_back(std::move(*signature));
+  // An empty file is a valid, empty catalog.
+  for (const std::string_view kind :
+       {std::string_view("signature"), std::string_view("location"), std::string_view("signal")}) {
+    const toml::node* list = root.get(kind);
+    if (list == nullptr) continue;
+    const toml::array* array = list->as_array();
+    if (array == nullptr)
+      return fail(Error::parse(
+          fmt::format("{}: '{}' must be an array of tables ([[{}]])", origin, kind, kind)));
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const toml::table* table = (*array)[i].as_table();
+      if (table == nullptr)
+        return fail(Error::parse(fmt::format("{}: {} #{} is not a table", origin, kind, i + 1)));
+      auto signature = parse_signature(*table, origin, i, kind);
+      if (!signature) return fail(signature.error());
+      if (seen[signature->id])
+        return fail(Error::parse(fmt::format("{}: duplicate id '{}'", origin, signature->id)));
+      seen[signature->id] = true;
+      catalog.signatures.push_back(std::move(*signature));
+    }
   }
   return catalog;
 }

@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -45,23 +47,48 @@ struct Signature {
   std::vector<std::string> literals;
   /// When set, the match counts only if one of the previous `context_lines`
   /// lines (or the line itself) matches this RE2 pattern.
+  /// Looked for only in the head of each source, where every line is read (a paste: ls
+  /// and du output, tables), so it needs no literal and costs nothing on a long log.
+  bool paste_only = false;
   std::string requires_context;
   /// When set, the match does not count if a previous line matches this.
   std::string excludes_context;
   std::size_t context_lines = 12;
-  /// When a path is extracted, classify the cause by it: /dev/shm -> shm_too_small,
-  /// temp dirs -> tmp_full, anything else -> this signature's cause.
-  bool cause_by_path = false;
+  /// The cause depends on *where* the error happened: the path the line names, or
+  /// failing that the location hints (Catalog::locations) on the same line, in the
+  /// lines before it (the traceback) or just after it. `by_location` maps a location
+  /// ("shm", "shm_ipc", "tmp", "disk") to the cause; what it does not list follows
+  /// kDefaultLocationCauses, and "disk" (no special location) is `cause`. TOML
+  /// `locate = true` (older catalogs: `cause_by_path = true`).
+  bool locate = false;
+  std::map<std::string, std::string, std::less<>> by_location;
+  /// `cause = "by_signal"`: the signal the line reports (the `signal` or `exit_code`
+  /// group) decides the cause, through the [[signal]] entry for it; a line whose status
+  /// is no signal (exit code 1), or a signal with no entry, is no match.
+  bool by_signal = false;
+  /// Non-empty for a location hint ([[location]] in TOML): a line matching it tells
+  /// where nearby errors happened ("shm", "shm_ipc", "tmp", "disk"); it names no cause.
+  std::string where;
+  /// Non-empty for a signal's meaning ([[signal]] in TOML, no patterns): the cause a
+  /// death by one of these signals points to, the most a report of it counts for
+  /// (`strength`), and the explanation and remedies that go with it.
+  std::vector<int> signals;
   std::string explanation;           ///< why this line means that cause, for people
   std::vector<std::string> confirm;  ///< host checks that confirm it: "shm", "kmsg", "memory", ...
   std::vector<std::string> remedies;
   std::string origin;  ///< "builtin:<file>.toml" or the user's file path
 };
 
-/// Every signature, in load order (built-in first).
+/// Every signature and location hint, in load order (built-in first).
 struct Catalog {
   std::vector<Signature> signatures;
 };
+
+/// The cause of a located error at each location, unless a signature says otherwise.
+inline constexpr std::pair<std::string_view, std::string_view> kDefaultLocationCauses[] = {
+    {"shm", "shm_too_small"}, {"shm_ipc", "shm_too_small"}, {"tmp", "tmp_full"}};
+/// The locations a hint may name.
+inline constexpr std::string_view kLocations[] = {"shm", "shm_ipc", "tmp", "disk"};
 
 /// Parses one catalog file's TOML text; `origin` names it in errors and in Signature::origin.
 [[nodiscard]] Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origin);

@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include "core/signatures/signals.h"
+
 namespace headroom {
 
 namespace {
@@ -37,14 +39,14 @@ std::string first_sentence(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end + 1);
 }
 
-bool is_kill_signal(std::string_view signal) {
-  return signal == "Killed" || signal == "SIGKILL" || signal == "9" || signal == "-9" ||
-         signal == "KILL";
-}
+bool is_kill_signal(std::string_view signal) { return signal_number(signal) == 9; }
 
 struct Building {
   Candidate candidate;
   bool decisive = false;
+  bool firm = false;           ///< some line for it is more than suggestive
+  bool only_kills = true;      ///< every such line reports a death by SIGKILL, nothing more
+  std::size_t group_pids = 0;  ///< the most pids one suggestive line named at once
   std::uint64_t first_order = ~std::uint64_t{0};
 };
 
@@ -76,21 +78,83 @@ void lead_past_wrappers(std::vector<Building>& ranked) {
   std::rotate(ranked.begin(), first, first + 1);
 }
 
+/// Rules that read two causes together.
+void weigh_together(std::map<std::string, Building>& causes) {
+  const auto has = [&](const char* cause) { return causes.count(cause) != 0; };
+  // A scheduler's or user's stop explains the SIGKILLs after it: Slurm kills what did not
+  // exit KillWait seconds after SIGTERM, Kubernetes after the grace period. Only a record
+  // of the OOM killer (decisive) or a memory error keeps host_oom ahead.
+  if (has("terminated") && has("host_oom")) {
+    Building& stop = causes["terminated"];
+    Building& oom = causes["host_oom"];
+    // Only a stop seen before the kills: srun terminating the other tasks after one was
+    // killed, or torchrun closing the peers of a dead rank, is the cleanup, not the cause.
+    if (stop.firm && !oom.decisive && oom.only_kills && stop.first_order < oom.first_order) {
+      stop.candidate.score += oom.candidate.score;
+      stop.candidate.reasoning.emplace_back(
+          "the SIGKILL the log reports follows a stop from outside (a time limit, preemption, "
+          "a cancel or hangup), which kills what is still running after its grace period; no "
+          "line shows the OOM killer.");
+    }
+  }
+  // Leftover segments explain a full /dev/shm: the failure is the shortage, its cause the
+  // segments dead jobs left behind.
+  if (has("shm_stale") && has("shm_too_small") && causes["shm_stale"].firm) {
+    Building& stale = causes["shm_stale"];
+    stale.candidate.score += causes["shm_too_small"].candidate.score;
+    stale.decisive = stale.decisive || causes["shm_too_small"].decisive;
+    stale.candidate.reasoning.emplace_back(
+        "/dev/shm ran out, and the log shows what fills it: segments of earlier or dead jobs.");
+  }
+  // Several DataLoader workers reported dead at once, with nothing saying how: the OOM
+  // killer ends one process at a time (the largest, which is usually the main process);
+  // all the workers of a process that lives on end together when a signal reaches the
+  // whole process group, as Ctrl-C in the terminal does.
+  if (has("host_oom") && !has("interrupted") && !causes["host_oom"].firm &&
+      causes["host_oom"].group_pids >= 2) {
+    Building& group = causes["interrupted"];
+    group.candidate.cause = "interrupted";
+    group.candidate.score = causes["host_oom"].candidate.score + 0.5;
+    group.first_order = causes["host_oom"].first_order;
+    group.candidate.reasoning.emplace_back(fmt::format(
+        "{} workers died at the same moment while the main process lived on: a signal to the "
+        "whole process group (Ctrl-C, a kill of the group) ends them together; the OOM killer "
+        "takes one process at a time.",
+        causes["host_oom"].group_pids));
+  }
+}
+
 }  // namespace
 
-std::string cause_for_path(std::string_view path, std::string_view fallback) {
+std::string_view location_for_path(std::string_view path) {
   const auto starts = [&](std::string_view prefix) {
     return path.substr(0, prefix.size()) == prefix;
   };
-  if (starts("/dev/shm") || starts("/torch_") || starts("/nccl-") || starts("/psm_") ||
-      starts("/run/shm")) {
-    return "shm_too_small";
+  const auto has = [&](std::string_view part) { return path.find(part) != std::string_view::npos; };
+  // POSIX shm objects are named "/name" (shm_open) and live in /dev/shm; semaphores as sem.*.
+  if (starts("/dev/shm") || starts("/run/shm") || starts("/torch_") || starts("/nccl-") ||
+      starts("/psm_") || starts("/sem.") || starts("/loky-") || starts("/wnsm_")) {
+    return "shm";
   }
-  if (starts("/tmp") || starts("/var/tmp") || starts("/usr/tmp") ||
-      path.find("/pymp-") != std::string_view::npos ||
-      path.find("listener-") != std::string_view::npos) {
-    return "tmp_full";
+  if (starts("/tmp") || starts("/var/tmp") || starts("/usr/tmp") || has("/pymp-") ||
+      starts("pymp-") || has("listener-") || has("/torchinductor_") || has("/tmp/") ||
+      has("/temp/") || has("/TMP/") || has("/Temp/")) {
+    return "tmp";
   }
+  // tempfile's own names (tmpXXXXXXXX) are in whatever TMPDIR is.
+  for (std::size_t at = path.find("/tmp"); at != std::string_view::npos;
+       at = path.find("/tmp", at + 1)) {
+    std::size_t end = at + 4;
+    while (end < path.size() && path[end] != '/') ++end;
+    if (end - at == 12) return "tmp";
+  }
+  return "disk";
+}
+
+std::string cause_for_path(std::string_view path, std::string_view fallback) {
+  const std::string_view where = location_for_path(path);
+  if (where == "shm") return "shm_too_small";
+  if (where == "tmp") return "tmp_full";
   return std::string(fallback);
 }
 
@@ -102,19 +166,43 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
   std::sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) {
     return a.second.first_order < b.second.first_order;
   });
-  for (const auto& [key, hit] : hits) {
+  // One line is one piece of evidence: when several signatures of a cause matched the
+  // same line first, only the strongest weighs.
+  std::map<std::pair<std::string, std::string>, std::size_t> best_on_line;
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    const auto key = std::make_pair(hits[i].first.second, hits[i].second.first_reference);
+    const auto [found, added] = best_on_line.emplace(key, i);
+    if (!added && hits[i].second.strength < hits[found->second].second.strength) found->second = i;
+  }
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    const auto& [key, hit] = hits[i];
     const Signature& signature = catalog.signatures[key.first];
     Building& building = causes[key.second];
+    const bool counted = best_on_line.at(std::make_pair(key.second, hit.first_reference)) == i;
     building.candidate.cause = key.second;
-    building.candidate.score += weight(signature.strength);
+    if (counted) building.candidate.score += weight(hit.strength);
     building.candidate.matches += hit.count;
-    building.decisive = building.decisive || signature.strength == Strength::kDecisive;
+    building.decisive = building.decisive || hit.strength == Strength::kDecisive;
+    if (hit.strength != Strength::kSuggestive) {
+      building.firm = true;
+      building.only_kills = building.only_kills && hit.sigkill;
+    } else {
+      building.group_pids = std::max(building.group_pids, hit.max_pids);
+    }
     building.first_order = std::min(building.first_order, hit.first_order);
     building.candidate.signatures.push_back(signature.id);
+    if (hit.meaning) {  // what the reported signal means: its explanation and remedies
+      const std::string& meaning = catalog.signatures[*hit.meaning].id;
+      auto& ids = building.candidate.signatures;
+      if (std::find(ids.begin(), ids.end(), meaning) == ids.end()) ids.push_back(meaning);
+    }
     building.candidate.reasoning.push_back(
-        fmt::format("{}{} ({}, {}): {}", hit.first_reference,
+        fmt::format("{}{} ({}, {}): {}{}", hit.first_reference,
                     hit.count > 1 ? fmt::format(" and {} more", hit.count - 1) : "", signature.id,
-                    to_string(signature.strength), first_sentence(signature.explanation)));
+                    to_string(hit.strength),
+                    first_sentence(hit.meaning ? catalog.signatures[*hit.meaning].explanation
+                                               : signature.explanation),
+                    hit.how_located.empty() ? "" : fmt::format(" Where: {}.", hit.how_located)));
   }
 
   // A process the job saw die of SIGKILL, whose pid a kernel or userspace OOM killer named.
@@ -163,6 +251,8 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
              "raises.");
   }
 
+  weigh_together(causes);
+
   Diagnosis diagnosis;
   std::vector<Building> ranked;
   for (auto& [cause, building] : causes) {
@@ -170,10 +260,12 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     // Repetition adds a little, never enough to beat a stronger signature.
     building.candidate.score +=
         std::min<double>(static_cast<double>(building.candidate.matches), 50) * 0.01;
+    // High only when a line names the cause by itself (or a record proves it): several
+    // lines that each only make it likely stay medium.
     const double score = building.candidate.score;
-    building.candidate.confidence = building.decisive || score >= kDecisive ? Confidence::kHigh
-                                    : score >= kStrong                      ? Confidence::kMedium
-                                                                            : Confidence::kLow;
+    building.candidate.confidence = building.decisive  ? Confidence::kHigh
+                                    : score >= kStrong ? Confidence::kMedium
+                                                       : Confidence::kLow;
     ranked.push_back(std::move(building));
   }
   std::sort(ranked.begin(), ranked.end(), [](const Building& a, const Building& b) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct HitSummary {
   std::uint64_t count = 0;
   std::uint64_t first_order = 0;  ///< global order of the first match, for tie-breaks
   std::string first_reference;    ///< "line 12" or "job.log:12"
+  /// The strongest any of its matches counted for: a located error whose place was only
+  /// inferred (from the traceback around it, or not at all) counts as strong at most.
+  Strength strength = Strength::kSuggestive;
+  bool sigkill = false;      ///< a match reported a death by SIGKILL (or status 137)
+  std::size_t max_pids = 0;  ///< the most pids one matching line named
+  std::string how_located;   ///< for a located error: why it is at that place, for reasoning
+  /// For a reported signal: the [[signal]] entry that says what it means (its index).
+  std::optional<std::size_t> meaning;
 };
 
 /// Everything the scan kept; bounded by the catalog, not by the log.
@@ -40,6 +49,11 @@ struct Observations {
 
 /// Weighs the observations into ranked candidates with reasoning.
 [[nodiscard]] Diagnosis reason(const Catalog& catalog, Observations observations);
+
+/// Where a path named in an error lies: "shm" (/dev/shm and POSIX shm object names such as
+/// /torch_*, /nccl-*, /psm_*), "tmp" (/tmp, /var/tmp, a tmp dir anywhere, pymp-*, listener-*,
+/// torchinductor_*, tempfile's tmpXXXXXXXX), or "disk".
+[[nodiscard]] std::string_view location_for_path(std::string_view path);
 
 /// Classifies a path named in an error: /dev/shm -> "shm_too_small", temp dirs
 /// (/tmp, /var/tmp, pymp-*, listener-*) -> "tmp_full", otherwise `fallback`.

@@ -215,9 +215,9 @@ TEST(EnvelopeGoldenLogs, DockerJsonFileBusErrorIsReadThroughTheEscapes) {
   // written as "\u003cSignals.SIGBUS: 7\u003e": without decoding neither matches.
   const std::string log = read_log("shm_too_small/docker_json_file_share_memory_bus_error.log");
   const Diagnosis diagnosis = testing::analyze_text(log);
-  EXPECT_EQ(evidence_of(diagnosis, "shell.bus_error").line,
+  EXPECT_EQ(evidence_of(diagnosis, "report.shell").line,
             line_of(log, "Fatal Python error: Bus error"));
-  const EvidenceLine launcher = evidence_of(diagnosis, "launcher.child_sigbus");
+  const EvidenceLine launcher = evidence_of(diagnosis, "report.signal_named");
   EXPECT_EQ(launcher.line, line_of(log, "died with"));
   EXPECT_NE(launcher.text.find("died with <Signals.SIGBUS: 7>."), std::string::npos)
       << launcher.text;
