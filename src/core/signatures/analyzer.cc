@@ -70,13 +70,18 @@ struct Mark {
   std::string where;
 };
 
-/// A located error still waiting for a hint in the lines after it.
+/// A match still waiting for the lines after it: a located error for a hint, or a match
+/// that a marker below it would cancel (`cancel_on`, the marker's mark).
 struct Pending {
   std::size_t index = 0;
   std::string text;
   NamedValues values;
   std::uint64_t line = 0;
+  std::string cancel_on;
 };
+
+/// Marks of markers are kept beside location marks, under "@" + the marker's name.
+std::string marker_mark(std::string_view name) { return "@" + std::string(name); }
 
 struct CompiledSignature {
   std::vector<std::unique_ptr<RE2>> patterns;
@@ -395,8 +400,9 @@ class LogAnalyzer::Impl {
       matched.push_back(index);
       if (junction == nullptr) matched_now_.push_back(index);
       const Signature& signature = catalog_.signatures[index];
-      if (!signature.where.empty()) {
-        add_mark(line_number, signature.where);
+      if (!signature.where.empty() || !signature.marker.empty()) {
+        add_mark(line_number,
+                 signature.marker.empty() ? signature.where : marker_mark(signature.marker));
         continue;
       }
       errors.emplace_back(index, std::move(values));
@@ -444,6 +450,25 @@ class LogAnalyzer::Impl {
   void conclude(std::size_t index, const std::string& text, NamedValues values,
                 std::uint64_t line_number) {
     const Signature& signature = catalog_.signatures[index];
+    if (!signature.unless_followed_by.empty()) {
+      wait(Pending{index, text, std::move(values), line_number,
+                   marker_mark(signature.unless_followed_by)});
+      return;
+    }
+    decide(index, text, std::move(values), line_number);
+  }
+
+  void wait(Pending pending) {
+    if (pending_.size() >= kMaxPending) {
+      settle(pending_.front(), "disk", {});
+      pending_.erase(pending_.begin());
+    }
+    pending_.push_back(std::move(pending));
+  }
+
+  void decide(std::size_t index, const std::string& text, NamedValues values,
+              std::uint64_t line_number) {
+    const Signature& signature = catalog_.signatures[index];
     if (signature.by_signal) {
       const std::optional<int> signal = reported_signal(values);
       if (!signal) return;  // an ordinary exit status: nothing to say
@@ -467,7 +492,7 @@ class LogAnalyzer::Impl {
     }
     // The nearest hint on this line or before it (its traceback), else wait for one after it.
     for (auto it = marks_.rbegin(); it != marks_.rend(); ++it) {
-      if (it->line > line_number) continue;
+      if (it->line > line_number || it->where.starts_with('@')) continue;
       if (it->line + kBefore < line_number) break;
       const bool same_line = it->line == line_number;
       locate(
@@ -476,9 +501,7 @@ class LogAnalyzer::Impl {
           same_line);
       return;
     }
-    if (pending_.size() >= kMaxPending) settle(pending_.front(), "disk", {});
-    if (pending_.size() >= kMaxPending) pending_.erase(pending_.begin());
-    pending_.push_back(Pending{index, text, std::move(values), line_number});
+    wait(Pending{index, text, std::move(values), line_number, {}});
   }
 
   static std::optional<int> reported_signal(const NamedValues& values) {
@@ -504,7 +527,9 @@ class LogAnalyzer::Impl {
     std::vector<Pending> waiting;
     waiting.swap(pending_);
     for (Pending& pending : waiting) {
-      if (pending.line < line_number && line_number <= pending.line + kAfter) {
+      const bool below = pending.line < line_number && line_number <= pending.line + kAfter;
+      if (below && !pending.cancel_on.empty() && pending.cancel_on == where) continue;  // dropped
+      if (below && pending.cancel_on.empty() && !where.starts_with('@')) {
         settle(pending, where, fmt::format("line {} below it says where", line_number));
       } else {
         pending_.push_back(std::move(pending));
@@ -525,7 +550,13 @@ class LogAnalyzer::Impl {
     }
   }
 
+  /// A pending match whose lines below are read: a conditional one counts as it is, a
+  /// located one at `where`.
   void settle(Pending& pending, std::string_view where, std::string how) {
+    if (!pending.cancel_on.empty()) {
+      decide(pending.index, pending.text, std::move(pending.values), pending.line);
+      return;
+    }
     locate(pending.index, pending.text, pending.values, pending.line, where, std::move(how), false);
   }
 

@@ -95,6 +95,9 @@ Result<Signature> parse_signature(const toml::table& table, std::string_view ori
     }
     if (signature.signals.empty())
       return fail(Error::parse(where + ": needs 'signals', a list of signal numbers"));
+  } else if (kind == "marker") {
+    signature.marker = table["name"].value_or(std::string());
+    if (signature.marker.empty()) return fail(Error::parse(where + ": missing 'name'"));
   } else if (kind == "location") {
     signature.where = table["where"].value_or(std::string());
     if (!known_location(signature.where))
@@ -151,6 +154,11 @@ Result<Signature> parse_signature(const toml::table& table, std::string_view ori
     return fail(Error::parse(where + ": context_lines must be in 0..64"));
   signature.context_lines = static_cast<std::size_t>(context_lines);
   signature.paste_only = table["paste_only"].value_or(false);
+  signature.unless_followed_by = table["unless_followed_by"].value_or(std::string());
+  const std::int64_t min_matches = table["min_matches"].value_or(std::int64_t{1});
+  if (min_matches < 1 || min_matches > 1000)
+    return fail(Error::parse(where + ": min_matches must be in 1..1000"));
+  signature.min_matches = static_cast<std::uint64_t>(min_matches);
   signature.locate = table["locate"].value_or(table["cause_by_path"].value_or(false));
   if (const toml::node* node = table.get("by_location")) {
     const toml::table* map = node->as_table();
@@ -224,8 +232,8 @@ Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origi
   Catalog catalog;
   std::map<std::string, bool> seen;
   // An empty file is a valid, empty catalog.
-  for (const std::string_view kind :
-       {std::string_view("signature"), std::string_view("location"), std::string_view("signal")}) {
+  for (const std::string_view kind : {std::string_view("signature"), std::string_view("location"),
+                                      std::string_view("signal"), std::string_view("marker")}) {
     const toml::node* list = root.get(kind);
     if (list == nullptr) continue;
     const toml::array* array = list->as_array();

@@ -4,6 +4,7 @@
 // --catalog directories); the schema is documented in docs/catalog.md.
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <span>
@@ -73,6 +74,15 @@ struct Signature {
   /// death by one of these signals points to, the most a report of it counts for
   /// (`strength`), and the explanation and remedies that go with it.
   std::vector<int> signals;
+  /// Non-empty for a marker ([[marker]] in TOML): a line matching it is noted under this
+  /// name ("exception": a line that names the exception a traceback ended in).
+  std::string marker;
+  /// When set, a match counts only if no line of this marker follows within 16 lines:
+  /// a hint that stands only while what would say more is missing (a cut traceback).
+  std::string unless_followed_by;
+  /// The match counts only once it is seen on this many lines (a listing of one segment
+  /// is the job's own; of several, leftovers).
+  std::uint64_t min_matches = 1;
   std::string explanation;           ///< why this line means that cause, for people
   std::vector<std::string> confirm;  ///< host checks that confirm it: "shm", "kmsg", "memory", ...
   std::vector<std::string> remedies;

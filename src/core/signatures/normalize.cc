@@ -67,7 +67,8 @@ std::string_view strip_prefixes(std::string_view text) {
       R"(|\((?:[^\s=]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s|\(raylet(?:, ip=[\d.]+)?\)\s)"  // Ray "(Actor
                                                                                      // pid=1,
                                                                                      // ip=..) "
-      R"(|\d+:\s))"  // srun -l "3: "
+      R"(|\d+:\s)"                     // srun -l "3: "
+      R"(|>+\s?|[-*\x{2022}]\s+|`+))"  // a paste: quote marks, bullets, backticks
       ")+)",
       RE2::Quiet);
   re2::StringPiece input(text.data(), text.size());

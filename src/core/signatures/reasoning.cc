@@ -168,6 +168,9 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
   });
   // One line is one piece of evidence: when several signatures of a cause matched the
   // same line first, only the strongest weighs.
+  std::erase_if(hits, [&](const auto& hit) {
+    return hit.second.count < catalog.signatures[hit.first.first].min_matches;
+  });
   std::map<std::pair<std::string, std::string>, std::size_t> best_on_line;
   for (std::size_t i = 0; i < hits.size(); ++i) {
     const auto key = std::make_pair(hits[i].first.second, hits[i].second.first_reference);
@@ -191,6 +194,9 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     }
     building.first_order = std::min(building.first_order, hit.first_order);
     building.candidate.signatures.push_back(signature.id);
+    // A line that a stronger signature of the same cause already counted adds its id, not
+    // another step of reasoning or another set of remedies.
+    if (!counted) continue;
     if (hit.meaning) {  // what the reported signal means: its explanation and remedies
       const std::string& meaning = catalog.signatures[*hit.meaning].id;
       auto& ids = building.candidate.signatures;
