@@ -217,6 +217,29 @@ def test_a_worker_killed_from_outside_is_not_blamed_on_memory(headroom, tmp_path
     assert "not by the OOM killer" in err and "host_oom" not in err
 
 
+def test_a_short_job_killed_from_outside_is_terminated_with_its_numbers(headroom, tmp_path):
+    # Under a second: before the sampler ran in its first second, such a job read as
+    # host_oom with job_rss_peak_bytes 0 B. Now the first samples come within 50 ms and
+    # wait4's ru_maxrss gives the kernel's own peak of the process.
+    time.sleep(2)  # see above: clear of an earlier test's OOM kills
+    job = ("import os, time\n"
+           "x = bytearray(96 * 2**20)\n"
+           "x[::4096] = b'x' * len(x[::4096])\n"
+           "time.sleep(0.3)\n"
+           "os.kill(os.getpid(), 9)\n")
+    result = subprocess.run([headroom, "run", "--report", str(tmp_path / "r.json"), "--", PYTHON, "-c", job],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 137, result.stderr
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "terminated", result.stderr
+    assert doc["verdict"]["host_cause"] is False
+    assert doc["process"]["fate"] == "killed by SIGKILL, not by the OOM killer"
+    peak = evidence(doc, "process_rss_peak_bytes")
+    assert 96 * 2**20 <= peak < 400 * 2**20, peak
+    assert evidence(doc, "job_rss_peak_bytes") > 0
+    assert "host_oom" not in result.stderr
+
+
 def test_torch_save_into_a_full_tmpfs_is_disk_full(headroom, tmp_path, scratch):
     job = write(tmp_path, "save.py", SAVE_JOB)
     ckpt = scratch / "ckpt"

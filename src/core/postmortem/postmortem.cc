@@ -145,7 +145,13 @@ bool blame_outside_kill(const PostmortemInput& input, Postmortem& result) {
   constexpr double kPressurePercent = 10;      // watch's memory_psi default
   constexpr double kCgroupFullPercent = 90;
   const SupervisionResult& run = *input.run;
-  if (!input.kernel_log_covers_job || !input.oom_events.empty()) return false;
+  // Either record says no OOM kill touched the job: the kernel log over the whole run, or
+  // the job's own cgroup's oom_kill counter (it counts kills by any OOM killer, global too).
+  const bool kernel_clean = input.kernel_log_covers_job && input.oom_events.empty();
+  const bool cgroup_clean = input.cgroup_path && *input.cgroup_path != "/" &&
+                            input.cgroup_oom_kills_before && input.cgroup_oom_kills_after &&
+                            *input.cgroup_oom_kills_before == *input.cgroup_oom_kills_after;
+  if (!input.oom_events.empty() || (!kernel_clean && !cgroup_clean)) return false;
   const std::optional<MemoryLow> low = lowest_memory(run);
   if (!low) return false;
   const double available_percent =
@@ -167,12 +173,25 @@ bool blame_outside_kill(const PostmortemInput& input, Postmortem& result) {
   result.host_cause = false;
   result.process = name_process(input, *pid);
   result.process->fate = "killed by SIGKILL, not by the OOM killer";
-  result.evidence.push_back({"kernel_oom_kills_during_job", std::uint64_t{0}, "count"});
+  if (kernel_clean)
+    result.evidence.push_back({"kernel_oom_kills_during_job", std::uint64_t{0}, "count"});
+  if (cgroup_clean) result.evidence.push_back({"cgroup_oom_kills", std::uint64_t{0}, "count"});
   result.evidence.push_back({"host_mem_available_min_bytes", low->available, "bytes"});
   result.evidence.push_back({"host_mem_total_bytes", low->total, "bytes"});
+  std::uint64_t peak_tree = 0;
+  for (const JobSample& sample : run.timeline.samples())
+    peak_tree = std::max(peak_tree, sample.tree.rss_bytes);
+  std::uint64_t peak_process = 0;
+  for (const ProcessExit& exit : run.exits)
+    peak_process = std::max(peak_process, exit.max_rss_bytes);
+  if (peak_tree > 0) result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
+  if (peak_process > 0)
+    result.evidence.push_back({"process_rss_peak_bytes", peak_process, "bytes"});
   result.reasoning = {
-      "the kernel log covers the whole run and has no OOM kill in it: the kernel OOM killer "
-      "did not send this SIGKILL.",
+      kernel_clean ? "the kernel log covers the whole run and has no OOM kill in it: the kernel "
+                     "OOM killer did not send this SIGKILL."
+                   : "the job's memory cgroup counted no OOM kill during the run: no OOM killer "
+                     "ended a process of it.",
       fmt::format("memory never ran low ({} available at the least, {} of {}), so a userspace "
                   "OOM killer (earlyoom, systemd-oomd) had no reason to either.",
                   format_bytes(low->available), format_percent(available_percent),

@@ -129,6 +129,13 @@ void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& 
     }
   }
   result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
+  // The kernel's own high-water mark of the largest process (wait4), which samples miss
+  // when the job lives less than a tick or grows between two.
+  std::uint64_t peak_process = 0;
+  for (const ProcessExit& exit : input.run->exits)
+    peak_process = std::max(peak_process, exit.max_rss_bytes);
+  if (peak_process > 0)
+    result.evidence.push_back({"process_rss_peak_bytes", peak_process, "bytes"});
   if (min_available)
     result.evidence.push_back({"host_mem_available_min_bytes", *min_available, "bytes"});
 }

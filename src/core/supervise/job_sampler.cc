@@ -59,12 +59,17 @@ JobSampler::~JobSampler() {
 
 void JobSampler::loop() {
   auto next = std::chrono::steady_clock::now();
+  // A job that dies in its first second must still have samples: start at 50 ms and
+  // double up to the interval.
+  auto step = std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50),
+                                                            options_.interval);
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
     tick();
     lock.lock();
-    next += options_.interval;
+    next += step;
+    step = std::min<std::chrono::steady_clock::duration>(step * 2, options_.interval);
     wake_.wait_until(lock, next, [this] { return stopping_; });
   }
 }

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -194,13 +195,15 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   const auto reap = [&] {
     for (;;) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      struct rusage usage {};
+      const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
       if (pid == 0) return;
       if (pid < 0) {
         if (errno == ECHILD) children_left = false;
         return;
       }
-      result.exits.push_back({pid, status, std::chrono::system_clock::now()});
+      result.exits.push_back({pid, status, std::chrono::system_clock::now(),
+                              static_cast<std::uint64_t>(usage.ru_maxrss) * 1024});
       if (pid == job.pid) {
         main_exited = true;
         result.wait_status = status;

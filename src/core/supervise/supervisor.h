@@ -59,6 +59,9 @@ struct ProcessExit {
   pid_t pid = 0;
   int wait_status = 0;  ///< as waitpid(2) returns it
   std::chrono::system_clock::time_point time;
+  /// The kernel's high-water mark of its resident memory (wait4's ru_maxrss), which also
+  /// covers the children it reaped itself: a peak no sample of a short job can miss.
+  std::uint64_t max_rss_bytes = 0;
 };
 
 /// The job stopped producing output after an ENOSPC message.
