@@ -136,3 +136,30 @@ def test_stale_segments_on_this_host_turn_the_verdict_into_shm_stale():
     if checks.get("shm.stale", {}).get("verdict") != "confirms":
         pytest.skip("the shm.stale check does not report stale segments yet")
     assert doc["verdict"]["cause"] == "shm_stale"
+
+
+PUBLIC_LOGS = REPO.parent / "shared" / "corpus" / "public-logs"
+
+
+@pytest.mark.skipif(not PUBLIC_LOGS.is_dir(), reason="no ../shared/corpus/public-logs beside the clone")
+def test_real_posted_logs_are_read_right_and_never_confidently_wrong():
+    # Logs people posted in public threads, read where they lie (never copied here):
+    # bench/explain/eval scores them as docs/explain.md describes.
+    files = sorted(str(path) for path in PUBLIC_LOGS.glob("*.jsonl"))
+    result = subprocess.run([str(REPO / "bench/explain/eval"), "--json", "--bin", str(HEADROOM), *files],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)["summary"]
+    wrong = [case for case in json.loads(result.stdout)["cases"] if not case["right"]]
+    assert summary["wrong_at_high_confidence"] == 0, wrong
+    assert summary["percent"] >= 95.0, wrong
+    for label, counts in summary["per_label"].items():
+        assert counts["right"] >= 0.8 * counts["total"], (label, counts, wrong)
+
+
+def test_the_projects_own_logs_all_get_their_cause():
+    result = subprocess.run([str(REPO / "bench/explain/eval"), "--json", "--bin", str(HEADROOM), str(LOGS)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["summary"]["right"] == doc["summary"]["logs"], [c for c in doc["cases"] if not c["right"]]
