@@ -29,6 +29,7 @@
 #include <map>
 
 #include "core/signatures/envelope.h"
+#include "core/signatures/literal_scanner.h"
 #include "core/signatures/normalize.h"
 #include "core/signatures/prefilter.h"
 #include "core/signatures/reasoning.h"
@@ -150,7 +151,7 @@ class LogAnalyzer::Impl {
         if (std::find(owners.begin(), owners.end(), i) == owners.end()) owners.push_back(i);
       }
     }
-    prefilter_ = LiteralPrefilter(std::move(literals));
+    scanner_ = LiteralScanner(std::move(literals));
     kept_.assign(catalog_.signatures.size(), 0);
     seen_on_line_.assign(catalog_.signatures.size(), 0);
   }
@@ -233,7 +234,7 @@ class LogAnalyzer::Impl {
   /// `block` holds whole lines, each ending in '\n'.
   void process_block(std::string_view block) {
     hits_.clear();
-    prefilter_.scan(block, [&](std::size_t at, std::size_t literal) {
+    scanner_.scan(block, [&](std::size_t at, std::size_t literal) {
       hits_.push_back({at, literal});
     });
     if (!always_.empty()) {
@@ -361,7 +362,7 @@ class LogAnalyzer::Impl {
       joined += head;
       ++generation_;
       std::vector<std::size_t> signatures;
-      prefilter_.scan(joined, [&](std::size_t, std::size_t literal) {
+      scanner_.scan(joined, [&](std::size_t, std::size_t literal) {
         for (std::size_t signature : literal_signatures_[literal]) add_once(signature, signatures);
       });
       for (std::size_t signature : always_) add_once(signature, signatures);
@@ -714,7 +715,7 @@ class LogAnalyzer::Impl {
 
   Catalog catalog_;
   std::vector<CompiledSignature> compiled_;
-  LiteralPrefilter prefilter_;
+  LiteralScanner scanner_;
   std::vector<std::vector<std::size_t>> literal_signatures_;
   std::vector<std::size_t> always_;
   std::vector<std::size_t> paste_always_;  ///< paste_only signatures: every line of the head

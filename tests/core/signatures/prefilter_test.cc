@@ -5,6 +5,8 @@
 #include <random>
 #include <set>
 
+#include "core/signatures/literal_scanner.h"
+
 namespace headroom {
 namespace {
 
@@ -37,6 +39,26 @@ TEST(LiteralPrefilter, FindsEveryOccurrenceAtAnyAlignment) {
     std::set<std::pair<std::size_t, std::size_t>> got;
     prefilter.scan(text, [&](std::size_t at, std::size_t literal) { got.insert({at, literal}); });
     EXPECT_EQ(got, naive(literals, text)) << text;
+  }
+}
+
+// The engine explain uses (Hyperscan where built in) finds the same occurrences as a naive
+// search, with overlapping literals and at the block's edges.
+TEST(LiteralScanner, FindsWhatANaiveSearchFinds) {
+  const std::vector<std::string> literals = {"Killed process ", "Killed",
+                                             "oom-kill:", "No space left on device", "space left"};
+  LiteralScanner scanner(literals);
+  std::mt19937 random(11);
+  for (int round = 0; round < 200; ++round) {
+    std::string text;
+    const int pieces = static_cast<int>(random() % 20);
+    for (int p = 0; p < pieces; ++p) {
+      text.append(random() % 13, static_cast<char>('a' + random() % 26));
+      if (random() % 3 == 0) text += literals[random() % literals.size()];
+    }
+    std::set<std::pair<std::size_t, std::size_t>> got;
+    scanner.scan(text, [&](std::size_t at, std::size_t literal) { got.insert({at, literal}); });
+    EXPECT_EQ(got, naive(literals, text)) << scanner.engine() << ": " << text;
   }
 }
 
