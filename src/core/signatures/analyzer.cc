@@ -107,16 +107,18 @@ std::optional<T> to_number(std::string_view text) {
 
 }  // namespace
 
-class LogAnalyzer::Impl {
- public:
-  explicit Impl(const Catalog& catalog) : catalog_(catalog) {
+/// The catalog compiled once: RE2 programs, the literal database, which signatures each
+/// literal starts, the signal meanings. Immutable, so analyzers share it (RE2 is safe for
+/// concurrent use; each analyzer copies the literal scanner for its own scratch space).
+struct CompiledCatalog {
+  explicit CompiledCatalog(const Catalog& source) : catalog(source) {
     std::vector<std::string> literals;
-    for (std::size_t i = 0; i < catalog_.signatures.size(); ++i) {
-      const Signature& signature = catalog_.signatures[i];
+    for (std::size_t i = 0; i < catalog.signatures.size(); ++i) {
+      const Signature& signature = catalog.signatures[i];
       CompiledSignature compiled;
       if (!signature.signals.empty()) {  // a signal's meaning: nothing to match
-        for (int number : signature.signals) meanings_.emplace(number, i);
-        compiled_.push_back(std::move(compiled));
+        for (int number : signature.signals) meanings.emplace(number, i);
+        signatures.push_back(std::move(compiled));
         continue;
       }
       for (const std::string& pattern : signature.patterns) {
@@ -128,16 +130,16 @@ class LogAnalyzer::Impl {
       if (!signature.excludes_context.empty()) {
         compiled.excludes_context = std::make_unique<RE2>(signature.excludes_context, RE2::Quiet);
       }
-      compiled_.push_back(std::move(compiled));
+      signatures.push_back(std::move(compiled));
       if (signature.paste_only) {
-        paste_always_.push_back(i);
+        paste_always.push_back(i);
         continue;
       }
       const bool usable = !signature.literals.empty() &&
                           std::all_of(signature.literals.begin(), signature.literals.end(),
                                       [](const std::string& l) { return l.size() >= kMinLiteral; });
       if (!usable) {
-        always_.push_back(i);
+        always.push_back(i);
         continue;
       }
       for (const std::string& literal : signature.literals) {
@@ -145,13 +147,35 @@ class LogAnalyzer::Impl {
         const auto index = static_cast<std::size_t>(found - literals.begin());
         if (found == literals.end()) {
           literals.push_back(literal);
-          literal_signatures_.emplace_back();
+          literal_signatures.emplace_back();
         }
-        auto& owners = literal_signatures_[index];
+        auto& owners = literal_signatures[index];
         if (std::find(owners.begin(), owners.end(), i) == owners.end()) owners.push_back(i);
       }
     }
-    scanner_ = LiteralScanner(std::move(literals));
+    scanner = LiteralScanner(std::move(literals));
+  }
+
+  Catalog catalog;
+  std::vector<CompiledSignature> signatures;
+  LiteralScanner scanner;
+  std::vector<std::vector<std::size_t>> literal_signatures;
+  std::vector<std::size_t> always;
+  std::vector<std::size_t> paste_always;  ///< paste_only signatures: every line of the head
+  std::map<int, std::size_t> meanings;    ///< signal number -> its [[signal]] entry
+};
+
+class LogAnalyzer::Impl {
+ public:
+  explicit Impl(std::shared_ptr<const CompiledCatalog> shared)
+      : shared_(std::move(shared)),
+        catalog_(shared_->catalog),
+        compiled_(shared_->signatures),
+        scanner_(shared_->scanner),
+        literal_signatures_(shared_->literal_signatures),
+        always_(shared_->always),
+        paste_always_(shared_->paste_always),
+        meanings_(shared_->meanings) {
     kept_.assign(catalog_.signatures.size(), 0);
     seen_on_line_.assign(catalog_.signatures.size(), 0);
   }
@@ -713,12 +737,14 @@ class LogAnalyzer::Impl {
 
   static constexpr std::size_t kAlways = ~std::size_t{0};
 
-  Catalog catalog_;
-  std::vector<CompiledSignature> compiled_;
-  LiteralScanner scanner_;
-  std::vector<std::vector<std::size_t>> literal_signatures_;
-  std::vector<std::size_t> always_;
-  std::vector<std::size_t> paste_always_;  ///< paste_only signatures: every line of the head
+  std::shared_ptr<const CompiledCatalog> shared_;
+  const Catalog& catalog_;
+  const std::vector<CompiledSignature>& compiled_;
+  LiteralScanner scanner_;  ///< a copy: its own scratch space
+  const std::vector<std::vector<std::size_t>>& literal_signatures_;
+  const std::vector<std::size_t>& always_;
+  const std::vector<std::size_t>& paste_always_;
+  const std::map<int, std::size_t>& meanings_;
   std::vector<std::size_t> kept_;
   std::vector<Strength> evidence_strength_;  ///< beside observations_.evidence
   std::vector<std::uint64_t> seen_on_line_;
@@ -740,10 +766,15 @@ class LogAnalyzer::Impl {
   std::string prev_text_;                  ///< the previous line's end, for joined matches
   std::vector<std::size_t> matched_prev_;  ///< signatures that matched the previous line
   std::vector<std::size_t> matched_now_;   ///< ... and this one
-  std::map<int, std::size_t> meanings_;    ///< signal number -> its [[signal]] entry
 };
 
-LogAnalyzer::LogAnalyzer(const Catalog& catalog) : impl_(std::make_unique<Impl>(catalog)) {}
+std::shared_ptr<const CompiledCatalog> compile_catalog(const Catalog& catalog) {
+  return std::make_shared<const CompiledCatalog>(catalog);
+}
+
+LogAnalyzer::LogAnalyzer(const Catalog& catalog) : LogAnalyzer(compile_catalog(catalog)) {}
+LogAnalyzer::LogAnalyzer(std::shared_ptr<const CompiledCatalog> compiled)
+    : impl_(std::make_unique<Impl>(std::move(compiled))) {}
 LogAnalyzer::~LogAnalyzer() = default;
 
 void LogAnalyzer::begin_source(std::string name) { impl_->begin_source(std::move(name)); }

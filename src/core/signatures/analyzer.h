@@ -16,7 +16,10 @@
 
 namespace headroom {
 
-class CompiledCatalog;
+/// A catalog compiled for scanning (RE2 programs, the literal database). Compiling takes
+/// tens of milliseconds; analyzers made from one compiled catalog share it.
+struct CompiledCatalog;
+[[nodiscard]] std::shared_ptr<const CompiledCatalog> compile_catalog(const Catalog& catalog);
 
 /// Reads a log incrementally and reasons about what it says.
 class LogAnalyzer {
@@ -24,6 +27,8 @@ class LogAnalyzer {
   /// Compiles the catalog's patterns; `catalog` need not outlive the analyzer.
   /// Patterns were validated by load_catalog, so this cannot fail.
   explicit LogAnalyzer(const Catalog& catalog);
+  /// Shares an already compiled catalog (cheap: only scratch space is made).
+  explicit LogAnalyzer(std::shared_ptr<const CompiledCatalog> compiled);
   ~LogAnalyzer();
   LogAnalyzer(const LogAnalyzer&) = delete;
   LogAnalyzer& operator=(const LogAnalyzer&) = delete;

@@ -155,6 +155,7 @@ Result<Signature> parse_signature(const toml::table& table, std::string_view ori
   signature.context_lines = static_cast<std::size_t>(context_lines);
   signature.paste_only = table["paste_only"].value_or(false);
   signature.unless_followed_by = table["unless_followed_by"].value_or(std::string());
+  signature.contradicts = table["contradicts"].value_or(std::string());
   const std::int64_t min_matches = table["min_matches"].value_or(std::int64_t{1});
   if (min_matches < 1 || min_matches > 1000)
     return fail(Error::parse(where + ": min_matches must be in 1..1000"));

@@ -83,6 +83,9 @@ struct Signature {
   /// The match counts only once it is seen on this many lines (a listing of one segment
   /// is the job's own; of several, leftovers).
   std::uint64_t min_matches = 1;
+  /// A cause this line makes doubtful (a /dev/shm shown nearly empty against
+  /// shm_too_small): that cause loses half its score and cannot be high.
+  std::string contradicts;
   std::string explanation;           ///< why this line means that cause, for people
   std::vector<std::string> confirm;  ///< host checks that confirm it: "shm", "kmsg", "memory", ...
   std::vector<std::string> remedies;

@@ -4,6 +4,9 @@
 // Vectorscan, its port to other CPUs) matches all literals together with vectorized
 // multi-literal search; where it is not built in, or the CPU lacks what it needs
 // (hs_valid_platform), the sampled-window LiteralPrefilter does the same job, slower.
+//
+// The compiled literals are shared by copies (several analyzers of one catalog); each
+// copy has its own scratch space, so copies may scan on different threads.
 
 #include <cstddef>
 #include <functional>
@@ -22,10 +25,10 @@ class LiteralScanner {
   /// `literals` must each be at least LiteralPrefilter::kWindow bytes long.
   explicit LiteralScanner(std::vector<std::string> literals);
   ~LiteralScanner();
+  LiteralScanner(const LiteralScanner& other);
+  LiteralScanner& operator=(const LiteralScanner& other);
   LiteralScanner(LiteralScanner&&) noexcept;
   LiteralScanner& operator=(LiteralScanner&&) noexcept;
-  LiteralScanner(const LiteralScanner&) = delete;
-  LiteralScanner& operator=(const LiteralScanner&) = delete;
 
   /// Calls on_hit(position, literal_index) for each occurrence (roughly in ascending
   /// order; an occurrence may be reported twice).
@@ -34,12 +37,12 @@ class LiteralScanner {
   /// "hyperscan" or "prefilter": which engine runs (for benchmarks and debugging).
   [[nodiscard]] std::string_view engine() const;
 
-  struct Hyperscan;  ///< the compiled database and its scratch (defined where Hyperscan is)
+  struct Compiled;  ///< the literals and their database (shared, immutable)
+  struct Scratch;   ///< per-copy working memory
 
  private:
-  std::vector<std::string> literals_;
-  std::unique_ptr<Hyperscan> hyperscan_;
-  LiteralPrefilter prefilter_;
+  std::shared_ptr<const Compiled> compiled_;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 }  // namespace headroom

@@ -78,6 +78,23 @@ void lead_past_wrappers(std::vector<Building>& ranked) {
   std::rotate(ranked.begin(), first, first + 1);
 }
 
+/// A stop from outside (a cancellation, a SIGTERM, Ctrl-C) reported after a failure the log
+/// names is what happened to the job next, not why it failed: that failure leads. A stop
+/// that came first keeps its lead (it may well explain the kills after it).
+void failure_before_stop(std::vector<Building>& ranked) {
+  if (ranked.size() < 2 || ranked[0].decisive) return;
+  const std::string& top = ranked[0].candidate.cause;
+  if (top != "terminated" && top != "interrupted") return;
+  const auto first = std::find_if(ranked.begin() + 1, ranked.end(), [&](const Building& b) {
+    return b.firm && b.first_order < ranked[0].first_order && b.candidate.cause != "nccl_network";
+  });
+  if (first == ranked.end()) return;
+  first->candidate.reasoning.push_back(fmt::format(
+      "the {} the log reports came after this failure: it is what happened to the job next.",
+      top == "terminated" ? "stop" : "interrupt"));
+  std::rotate(ranked.begin(), first, first + 1);
+}
+
 /// Rules that read two causes together.
 void weigh_together(std::map<std::string, Building>& causes) {
   const auto has = [&](const char* cause) { return causes.count(cause) != 0; };
@@ -258,6 +275,19 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
   }
 
   weigh_together(causes);
+  // Lines that make a cause doubtful.
+  for (const auto& [key, hit] : hits) {
+    const Signature& signature = catalog.signatures[key.first];
+    if (signature.contradicts.empty()) continue;
+    auto found = causes.find(signature.contradicts);
+    if (found == causes.end()) continue;
+    Building& doubted = found->second;
+    doubted.candidate.score /= 2;
+    doubted.decisive = false;
+    doubted.candidate.reasoning.push_back(fmt::format("but {} ({}) makes it doubtful: {}",
+                                                      hit.first_reference, signature.id,
+                                                      first_sentence(signature.explanation)));
+  }
 
   Diagnosis diagnosis;
   std::vector<Building> ranked;
@@ -279,6 +309,7 @@ Diagnosis reason(const Catalog& catalog, Observations observations) {
     return a.first_order < b.first_order;
   });
   lead_past_wrappers(ranked);
+  failure_before_stop(ranked);
   if (ranked.size() > 1 && ranked[0].candidate.confidence == Confidence::kHigh &&
       ranked[1].candidate.confidence == Confidence::kHigh &&
       ranked[1].candidate.score * 2 > ranked[0].candidate.score) {

@@ -112,7 +112,7 @@ TEST(LogAnalyzer, CudaOutOfMemoryIsNeverTheHost) {
 }
 
 TEST(LogAnalyzer, KeepsSourcesApartAndNumbersLinesPerSource) {
-  LogAnalyzer analyzer(testing::builtin_catalog());
+  LogAnalyzer analyzer(testing::builtin_compiled());
   analyzer.begin_source("job.log");
   analyzer.feed("one\nRuntimeError: DataLoader worker (pid 9) is killed by signal: Killed. \n");
   analyzer.begin_source("dmesg.log");
@@ -129,7 +129,7 @@ TEST(LogAnalyzer, KeepsSourcesApartAndNumbersLinesPerSource) {
 }
 
 TEST(LogAnalyzer, ExitStatusFromTheCallerCounts) {
-  LogAnalyzer analyzer(testing::builtin_catalog());
+  LogAnalyzer analyzer(testing::builtin_compiled());
   analyzer.feed("training...\n");
   analyzer.note_exit(137, 9);
   const Diagnosis diagnosis = analyzer.finish();

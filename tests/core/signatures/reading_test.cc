@@ -158,6 +158,24 @@ TEST(Reasoning, LeftoverSegmentsExplainAFullDevShm) {
             "shm_too_small");
 }
 
+TEST(Reasoning, ADevShmShownRoomyMakesAShmVerdictDoubtful) {
+  const std::string bus =
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+      "shared memory (shm).\n";
+  EXPECT_EQ(confidence(analyze_text(bus)), Confidence::kHigh);
+  const Diagnosis roomy = analyze_text(bus +
+                                       "$ df -h /dev/shm\nFilesystem Size Used Avail Use% "
+                                       "Mounted on\ntmpfs 504G 1.1G 503G 1% /dev/shm\n");
+  EXPECT_EQ(verdict_cause(roomy), "shm_too_small");
+  EXPECT_EQ(confidence(roomy), Confidence::kMedium);
+  // A stop reported after the failure does not take its place.
+  EXPECT_EQ(verdict_cause(analyze_text(
+                "OSError: [Errno 28] No space left on device: '/data/ckpt.pt'\n"
+                "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2024-04-11T06:00:14 ***\n"
+                "srun: error: n1: tasks 0-3: Terminated\n")),
+            "disk_full");
+}
+
 TEST(Reasoning, SeveralWorkersDeadAtOnceIsASignalToTheGroup) {
   EXPECT_EQ(verdict_cause(analyze_text(
                 "RuntimeError: DataLoader worker (pid(s) 213446, 213447, 213448) exited "
