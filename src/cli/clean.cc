@@ -1,15 +1,16 @@
 // headroom clean [--shm] [--tmp] [--older-than D] [--all-users] [--yes]:
 // prints the plan; with --yes re-checks and removes each item, and appends
 // one JSON line per removal to the audit log (docs/who-clean.md).
-// Exit: 0 plan printed / everything planned removed; 1 with --yes something
-// planned was skipped at the re-check, the audit log failed, or processes
-// could not be inspected (nothing planned); 2 usage error or could not run.
+// Exit: 0 plan printed / everything planned removed; 1 something was kept only because
+// processes could not be inspected, or with --yes something planned was skipped at the
+// re-check or the audit log failed; 2 usage error (a refused temp dir too) or could not run.
 
 #include "core/reclaim/clean.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,36 @@ namespace headroom::cli {
 
 namespace {
 
+// Holds back the signals that end a run until the object goes away; the report is flushed
+// first, then the signal takes its default (or the caller's) action as it would have.
+class DeferredSignals {
+ public:
+  DeferredSignals() {
+    ::sigemptyset(&set_);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&set_, signal);
+    ::sigprocmask(SIG_BLOCK, &set_, &previous_);
+  }
+  ~DeferredSignals() {
+    std::cout.flush();
+    ::sigprocmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  DeferredSignals(const DeferredSignals&) = delete;
+  DeferredSignals& operator=(const DeferredSignals&) = delete;
+
+  [[nodiscard]] bool pending() const {
+    sigset_t pending;
+    if (::sigpending(&pending) != 0) return false;
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+      if (::sigismember(&pending, signal) == 1) return true;
+    }
+    return false;
+  }
+
+ private:
+  sigset_t set_{};
+  sigset_t previous_{};
+};
+
 struct CleanCommand {
   bool shm = false;
   bool tmp = false;
@@ -28,6 +59,8 @@ struct CleanCommand {
   bool all_users = false;
   bool yes = false;
   std::string audit_log;
+  std::string tmp_dir;
+  std::string grace = "2s";
   std::vector<int> ignore_unreadable;
 };
 
@@ -73,6 +106,18 @@ void print_items(const std::vector<CleanItem>& items) {
   }
 }
 
+// Why some entries could not be proven unused, and the two ways forward.
+void print_visibility(const CleanPlan& plan) {
+  if (plan.blocking_pids.empty() && plan.visibility_note.empty()) return;
+  std::cout << "Kept because not every process could be seen: " << plan.visibility_note << "\n";
+  if (!plan.blocking_pids.empty()) {
+    std::string pids;
+    for (int pid : plan.blocking_pids) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+    std::cout << "  run as root, or if you are sure they use nothing there: --ignore-unreadable "
+              << pids << "\n";
+  }
+}
+
 void print_kept(const std::vector<KeptItem>& kept, bool verbose, std::string_view verb) {
   if (kept.empty()) return;
   std::cout << fmt::format("{} {} item{}:\n", verb, kept.size(), kept.size() == 1 ? "" : "s");
@@ -92,15 +137,21 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
                "stale /dev/shm segments (torch_*, nccl-*, sem.*, psm_*, "
                "__KMP_*) and SysV segments with no attachments");
   app.add_flag("--tmp", command->tmp, "entries of the temp dir ($TMPDIR or /tmp) no process uses");
+  app.add_option("--tmp-dir", command->tmp_dir,
+                 "the temp dir to clean with --tmp (default $TMPDIR, else /tmp; from $TMPDIR it "
+                 "must be sticky and world-writable like /tmp; never a system directory)");
+  app.add_option("--grace", command->grace,
+                 "with --yes, watch planned entries this long for use before removing any "
+                 "(default 2s; 0 = do not watch)");
   app.add_option("--older-than", command->older_than,
                  "only entries unmodified this long (tmp default 1d; shm: any age)");
   app.add_flag("--all-users", command->all_users, "everybody's files, not only yours (root only)");
   app.add_flag("--yes", command->yes, "remove (default: print the plan only)");
-  app.add_option(
-         "--ignore-unreadable", command->ignore_unreadable,
-         "PID,... : processes that cannot be inspected but that you know use nothing in "
-         "/dev/shm or the temp dir (clean refuses to plan while any other pid is unreadable)")
-      ->delimiter(',');
+  app.add_option("--ignore-unreadable", command->ignore_unreadable,
+                 "PID,... : processes that cannot be inspected but that you know use nothing in "
+                 "/dev/shm or the temp dir (what they could use is kept otherwise; docs/safety.md)")
+      ->delimiter(',')
+      ->check(pid_validator());
   app.add_option("--audit-log", command->audit_log,
                  "JSON-lines log of removals (default: /var/log/headroom/clean.log for root, "
                  "else $XDG_STATE_HOME/headroom/clean.log)");
@@ -116,7 +167,18 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
       if (!duration) return usage_error("--older-than: " + duration.error().message);
       options.older_than = std::chrono::duration_cast<std::chrono::seconds>(*duration);
     }
-    options.tmp_dir = context.env("TMPDIR").value_or("/tmp");
+    if (!command->tmp_dir.empty()) {
+      options.tmp_dir = command->tmp_dir;
+      options.tmp_dir_explicit = true;
+    } else {
+      options.tmp_dir = context.env("TMPDIR").value_or("/tmp");
+      if (options.tmp_dir.empty()) options.tmp_dir = "/tmp";
+    }
+    {
+      auto grace = parse_duration(command->grace);
+      if (!grace) return usage_error("--grace: " + grace.error().message);
+      options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(*grace);
+    }
     options.audit_log = command->audit_log.empty() ? default_audit_log(context)
                                                    : std::filesystem::path(command->audit_log);
     if (auto valid = validate(options, context); !valid) return usage_error(valid.error().message);
@@ -135,22 +197,25 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
         out["processes_scanned"] = plan->processes_scanned;
         out["unreadable_pids"] = plan->unreadable_pids;
         out["blocking_pids"] = plan->blocking_pids;
-        if (!plan->blind_reason.empty()) out["blind_reason"] = plan->blind_reason;
+        out["visibility_note"] = plan->visibility_note;
         std::cout << out.dump(2) << "\n";
-      } else if (!plan->blind_reason.empty()) {
-        std::cout << "Nothing can be cleaned safely: " << plan->blind_reason << "\n";
       } else {
         std::cout << fmt::format("Would free {} in {} item{}{}\n", format_bytes(plan->total_bytes),
                                  plan->items.size(), plan->items.size() == 1 ? "" : "s",
                                  plan->items.empty() ? "" : " (run again with --yes to remove):");
         print_items(plan->items);
         print_kept(plan->kept, verbose, "Keeping");
+        print_visibility(*plan);
       }
-      return plan->blind_reason.empty() ? static_cast<int>(kExitOk)
-                                        : static_cast<int>(kExitFindings);
+      return plan->blocking_pids.empty() ? static_cast<int>(kExitOk)
+                                         : static_cast<int>(kExitFindings);
     }
 
-    const CleanResult result = apply_clean(context, options, *plan);
+    // SIGINT/SIGTERM/SIGHUP/SIGQUIT wait until the current batch is finished (nothing is
+    // left renamed), then end the process as they would have, after the report.
+    DeferredSignals deferred;
+    const CleanResult result =
+        apply_clean(context, options, *plan, [&deferred] { return deferred.pending(); });
     if (globals.json) {
       nlohmann::ordered_json out;
       out["mode"] = "apply";
@@ -161,17 +226,20 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
       out["kept"] = kept_json(plan->kept);
       out["audit_log"] = options.audit_log.string();
       out["audit_errors"] = result.audit_errors;
-      if (!plan->blind_reason.empty()) out["blind_reason"] = plan->blind_reason;
+      out["blocking_pids"] = plan->blocking_pids;
+      out["visibility_note"] = plan->visibility_note;
+      out["interrupted"] = result.interrupted;
       std::cout << out.dump(2) << "\n";
     } else {
-      if (!plan->blind_reason.empty()) {
-        std::cout << "Nothing can be cleaned safely: " << plan->blind_reason << "\n";
+      if (result.interrupted) {
+        std::cout << "Interrupted: finished the items under way, left the rest untouched\n";
       }
       std::cout << fmt::format("Freed {}: removed {} item{}, skipped {}\n",
                                format_bytes(result.freed_bytes), result.removed.size(),
                                result.removed.size() == 1 ? "" : "s", result.skipped.size());
       print_items(result.removed);
       print_kept(result.skipped, true, "Skipped at the re-check");
+      print_visibility(*plan);
       if (!result.removed.empty() && !options.audit_log.empty()) {
         std::cout << "audit log: " << options.audit_log.string() << "\n";
       }
@@ -179,7 +247,7 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
         std::cerr << "headroom: audit log: " << error << "\n";
     }
     const bool clean_run =
-        result.skipped.empty() && result.audit_errors.empty() && plan->blind_reason.empty();
+        result.skipped.empty() && result.audit_errors.empty() && plan->blocking_pids.empty();
     return clean_run ? static_cast<int>(kExitOk) : static_cast<int>(kExitFindings);
   };
 }

@@ -4,6 +4,7 @@
 // (watch_args.h) so that headroom-watch does not link CLI11.
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,19 @@
 #include "core/error.h"
 
 namespace headroom::cli {
+
+/// A process id (> 0), as `--ignore-unreadable` takes them.
+inline CLI::Validator pid_validator() {
+  return CLI::Validator(
+      [](const std::string& value) -> std::string {
+        int pid = 0;
+        const char* end = value.data() + value.size();
+        const auto [stop, error] = std::from_chars(value.data(), end, pid);
+        if (error != std::errc() || stop != end || pid <= 0) return value + " is not a pid";
+        return "";
+      },
+      "PID");
+}
 
 /// One subcommand: adds its options to `app` and returns the action that runs it.
 struct Command {

@@ -56,6 +56,7 @@ time.sleep(600)
 '''
 
 SCRIPT = r'''
+mount -t tmpfs -o size=1m,mode=1777 headroom-test-shield /tmp
 mount -t tmpfs -o size=64m tmpfs /dev/shm
 mkdir -p "$WORK/tmp" && mount -t tmpfs -o size=64m tmpfs "$WORK/tmp"
 T="$WORK/tmp"
@@ -67,7 +68,7 @@ head -c 100 /dev/zero > /dev/shm/unknown-producer
 head -c 500 /dev/zero > "$T/old-file"
 mkdir -p "$T/pymp-stale/sub" && head -c 700 /dev/zero > "$T/pymp-stale/sub/f"
 mkdir -p "$T/.X11-unix" "$T/systemd-private-abc"
-head -c 10 /dev/zero > "$T/new-file"
+head -c 10 /dev/zero > "$T/new-file"; touch -d '3 days' "$T/new-file"
 $PY -c "$HOLDER" /dev/shm "$T" > "$WORK/holder.out" &
 holder=$!
 for _ in $(seq 100); do grep -q READY "$WORK/holder.out" 2>/dev/null && break; sleep 0.1; done
@@ -80,10 +81,12 @@ $HEADROOM --json who /dev/shm "$T" > "$WORK/who.json" || echo "who rc=$?"
 echo "=== check"
 $HEADROOM --json check --only shm.stale > "$WORK/check.json" || true
 echo "=== plan"
-TMPDIR="$T" $HEADROOM --json clean --shm --tmp --all-users > "$WORK/plan.json" || echo "plan rc=$?"
+# headroom 3 days later: what was just created is 3 days old to it (ctime cannot be set back).
+TMPDIR="$T" faketime -f +3d $HEADROOM --json clean --shm --tmp --all-users --ignore-unreadable 1 \
+  > "$WORK/plan.json" || echo "plan rc=$?"
 echo "=== apply"
-TMPDIR="$T" $HEADROOM --json clean --shm --tmp --all-users --yes --audit-log "$WORK/audit.log" \
-  > "$WORK/apply.json" || echo "apply rc=$?"
+TMPDIR="$T" faketime -f +3d $HEADROOM --json clean --shm --tmp --all-users --ignore-unreadable 1 \
+  --yes --grace 0.5s --audit-log "$WORK/audit.log" > "$WORK/apply.json" || echo "apply rc=$?"
 ls -A /dev/shm > "$WORK/shm.after"; ls -A "$T" > "$WORK/tmp.after"
 cut -c1-200 /proc/sysvipc/shm > "$WORK/sysv.after"
 kill -9 $holder
@@ -94,7 +97,7 @@ def run_scenario(scratch) -> dict:
     require_root()
     env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON, HOLDER=HOLDER, WORK=str(scratch))
     result = subprocess.run(
-        ["unshare", "-m", "-i", "-p", "-f", "--mount-proc", "--propagation", "private", "bash", "-euo", "pipefail", "-c", SCRIPT],
+        ["unshare", "-m", "-i", "--propagation", "private", "bash", "-euo", "pipefail", "-c", SCRIPT],
         capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     out = {"log": result.stdout}
@@ -181,49 +184,41 @@ def test_clean_needs_a_target(headroom):
 UNREADABLE = r'''
 mount -t tmpfs -o size=16m,mode=1777 tmpfs /dev/shm
 head -c 4096 /dev/zero > /dev/shm/torch_77_1_1 && chown 65534:65534 /dev/shm/torch_77_1_1
-sleep 600 &
+head -c 8192 /dev/zero > /dev/shm/nccl-mapped && chown 65534:65534 /dev/shm/nccl-mapped
+$PY -c "
+import mmap, os, time
+fd = os.open('/dev/shm/nccl-mapped', os.O_RDWR); m = mmap.mmap(fd, 8192); os.close(fd)
+print('MAPPED', flush=True); time.sleep(600)" > /dev/shm/mapper.out &
 held=$!
+for _ in $(seq 50); do grep -q MAPPED /dev/shm/mapper.out && break; sleep 0.1; done
 as_nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$HEADROOM" "$@"; }
-echo "sleeper $held"
-echo "=== blind"; as_nobody clean --shm || echo "rc=$?"
-echo "=== one"; as_nobody clean --shm --ignore-unreadable 1 || echo "rc=$?"
-echo "=== both"; as_nobody clean --shm --ignore-unreadable "1,$held" || echo "rc=$?"
-echo "=== apply"; as_nobody clean --shm --ignore-unreadable 1 --ignore-unreadable "$held" --yes \
-  --audit-log /dev/shm/audit.log || echo "rc=$?"
+echo "=== plan"; as_nobody clean --shm || echo "rc=$?"
+echo "=== apply"; as_nobody clean --shm --yes --grace 0 --audit-log /dev/shm/audit.log || echo "rc=$?"
 echo "=== left"; ls -A /dev/shm
 echo "=== zero"; as_nobody clean --shm --ignore-unreadable 0 || echo "rc=$?"
 kill -9 $held
 '''
 
 
-def test_clean_names_uninspectable_pids_and_takes_only_vouched_ones(scratch):
-    """As nobody in a private pid namespace, root's bash (pid 1) and sleep cannot be inspected."""
+def test_a_user_who_is_not_root_cleans_own_segments_even_where_processes_are_unreadable(scratch):
+    """As nobody in a private pid namespace, root's bash (pid 1) and a root process mapping
+    one of nobody's segments cannot be inspected: the kernel's lease answer decides."""
     require_root()
-    env = dict(os.environ, HEADROOM=HEADROOM)
+    env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON)
     result = subprocess.run(
         ["unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private", "bash", "-eu", "-c",
          UNREADABLE], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     parts = dict(part.split("\n", 1) for part in result.stdout.split("=== ")[1:])
-    sleeper = int(result.stdout.split()[1])
 
-    blind = parts["blind"]
-    assert blind.rstrip().endswith("rc=1"), blind
-    assert "Nothing can be cleaned safely: could not inspect pid 1 (bash), " in blind
-    assert f"{sleeper} (sleep)" in blind
-    assert f"--ignore-unreadable 1,{sleeper}" in blind and "Run as root" in blind
-    assert "torch_77_1_1" not in blind
-
-    one = parts["one"]  # vouching for pid 1 alone is not enough: the sleeper still blocks
-    assert one.rstrip().endswith("rc=1") and f"could not inspect pid {sleeper} (sleep)" in one, one
-    assert "pid 1 (" not in one
-
-    both = parts["both"]
-    assert "rc=" not in both and "/dev/shm/torch_77_1_1" in both and "Would free 4.0 KiB" in both, both
+    plan = parts["plan"]
+    assert "rc=" not in plan and "/dev/shm/torch_77_1_1" in plan, plan
+    assert "nccl-mapped: open or mapped by a process headroom cannot inspect" in plan, plan
 
     applied = parts["apply"]
     assert "rc=" not in applied and "removed 1 item" in applied, applied
-    assert "torch_77_1_1" not in parts["left"]
+    left = parts["left"].split()
+    assert "torch_77_1_1" not in left and "nccl-mapped" in left
 
     zero = parts["zero"]
     assert zero.rstrip().endswith("rc=2"), zero

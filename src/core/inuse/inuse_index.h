@@ -142,11 +142,17 @@ class InUseIndex {
   /// Number of pids seen in /proc.
   [[nodiscard]] std::size_t processes_scanned() const { return scanned_; }
   /// Pids whose fd/maps we were refused (EACCES/EPERM): they may hold files we cannot see.
+  /// Kernel threads are left out: they hold no files.
   [[nodiscard]] std::span<const int> unreadable_pids() const { return unreadable_; }
   /// /proc is mounted with hidepid: other users' processes may be invisible.
   [[nodiscard]] bool hidepid() const { return hidepid_; }
-  /// True when the scan saw everything: no unreadable pid and no hidepid.
-  [[nodiscard]] bool complete() const { return unreadable_.empty() && !hidepid_; }
+  /// This /proc is not the initial pid namespace's (a container, `unshare -p`): processes
+  /// of the namespaces around it are invisible, though they may share its files.
+  [[nodiscard]] bool outer_pid_namespaces_hidden() const { return outer_pid_namespaces_hidden_; }
+  /// True when the scan saw every process: none unreadable, no hidepid, no outer pid namespace.
+  [[nodiscard]] bool complete() const {
+    return unreadable_.empty() && !hidepid_ && !outer_pid_namespaces_hidden_;
+  }
 
  private:
   friend class InUseScanner;
@@ -158,6 +164,7 @@ class InUseIndex {
   std::vector<int> unreadable_;
   std::size_t scanned_ = 0;
   bool hidepid_ = false;
+  bool outer_pid_namespaces_hidden_ = false;
 };
 
 /// Scans <root>/proc once. Fails only when /proc itself cannot be opened.

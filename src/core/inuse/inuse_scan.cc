@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "core/inuse/inuse_index.h"
+#include "core/inuse/lease_probe.h"
 #include "core/inuse/proc_maps.h"
 #include "core/inuse/sysvipc_shm.h"
 #include "core/inuse/user_names.h"
@@ -156,6 +157,7 @@ class InUseScanner {
     if (!proc_fd.ok()) return fail(Error::from_errno(errno, proc.string()));
     const int self_pid = own_pid(proc_fd.get());
     index_.hidepid_ = hidepid_active();
+    index_.outer_pid_namespaces_hidden_ = !sees_initial_pid_namespace(context_);
 
     std::vector<int> pids;
     Scratch scratch;
@@ -449,6 +451,9 @@ class InUseScanner {
     std::sort(index_.unreadable_.begin(), index_.unreadable_.end());
     index_.unreadable_.erase(std::unique(index_.unreadable_.begin(), index_.unreadable_.end()),
                              index_.unreadable_.end());
+    // A kernel thread has no files, cwd or maps of its own: that it could not be read
+    // (every kernel thread, for a caller who is not root) hides nothing.
+    std::erase_if(index_.unreadable_, [&](int pid) { return is_kernel_thread(context_, pid); });
     index_.by_inode_.reserve(index_.holders_.size());
     for (std::size_t i = 0; i < index_.holders_.size(); ++i) {
       index_.by_inode_.emplace(index_.holders_[i].file.inode, i);

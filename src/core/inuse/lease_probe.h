@@ -5,7 +5,9 @@
 // namespace, counted whether or not headroom may inspect it, and a file mapped after
 // its fd was closed too (the mapping keeps its open file). The lease is released at
 // once. This is the proof `clean` and `prune` use for regular files; /proc only
-// names the holders. Leases need the caller to own the file or CAP_LEASE (root), and
+// names the holders. An open() by someone else during those microseconds waits for the
+// release; the break is announced with SIGURG (or SIGWINCH), never the default SIGIO
+// that would end this process. Leases need the caller to own the file or CAP_LEASE (root), and
 // a filesystem that supports them (not NFS): otherwise the answer is kUnknown.
 //
 // And who cannot be inspected without harm: kernel threads hold no files, and in a pid

@@ -1,16 +1,19 @@
 #pragma once
 // `headroom clean`: plan, then (only when asked) remove stale /dev/shm
 // segments, SysV segments with no attachments, and old temp-dir entries that
-// no process uses. Safety rules (docs/who-clean.md): never follow a symlink,
-// never cross a mount, work relative to directory fds opened
-// O_NOFOLLOW|O_DIRECTORY, re-check every item right before removing it, only
-// the caller's files unless all_users, never the protected names, never kill.
+// no process uses. Safety rules (docs/safety.md): never follow a symlink,
+// never cross a mount (bind mounts included), work relative to directory fds opened
+// O_NOFOLLOW|O_DIRECTORY, prove every file unused (visible holders, the kernel's lease
+// answer, live sockets of every network namespace, recent use), watch for use during a
+// grace period, re-check every item right before removing it, only the caller's files
+// (at every depth) unless all_users, never the protected names, never kill.
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +32,14 @@ struct CleanOptions {
   std::optional<std::chrono::seconds> older_than;
   bool all_users = false;                  ///< root only: everybody's files
   std::filesystem::path tmp_dir = "/tmp";  ///< host path, resolved by the front end
-  std::filesystem::path audit_log;         ///< host path of the JSON-lines log; empty: none
+  /// tmp_dir was named with --tmp-dir: it need not be sticky and world-writable (it still
+  /// may not be a system directory).
+  bool tmp_dir_explicit = false;
+  /// How long --yes watches planned entries for use before it removes any (0: not at all).
+  std::chrono::milliseconds grace{2000};
+  std::filesystem::path audit_log;  ///< host path of the JSON-lines log; empty: none
   /// Pids that could not be inspected but that the caller vouches hold nothing
-  /// we would clean (--ignore-unreadable). Any other unreadable pid blocks cleaning.
+  /// we would clean (--ignore-unreadable).
   std::vector<int> ignore_unreadable;
 };
 
@@ -54,9 +62,9 @@ struct CleanItem {
   std::int64_t key = 0;
   uid_t uid = 0;
   std::string owner;
-  std::uint64_t bytes = 0;  ///< allocated bytes it frees
-  std::uint64_t files = 1;  ///< entries it contains (directories)
-  std::chrono::seconds age{0};
+  std::uint64_t bytes = 0;      ///< allocated bytes it frees
+  std::uint64_t files = 1;      ///< entries it contains (directories)
+  std::chrono::seconds age{0};  ///< since the last use (modified, changed or read)
   std::string why_safe;
 };
 
@@ -73,11 +81,11 @@ struct CleanPlan {
   std::vector<KeptItem> kept;
   std::uint64_t total_bytes = 0;
   std::size_t processes_scanned = 0;
-  std::vector<int> unreadable_pids;  ///< every pid that could not be inspected
-  /// Of those, the ones not in ignore_unreadable: any of them blocks the plan.
+  std::vector<int> unreadable_pids;  ///< every pid that could not be inspected (no kernel thread)
+  /// Of those, the ones that kept something (could be using it; not vouched for).
   std::vector<int> blocking_pids;
-  /// Set when the index could not see every process: nothing is planned then.
-  std::string blind_reason;
+  /// What the scan could not see, when that kept something ("" otherwise).
+  std::string visibility_note;
 };
 
 /// What --yes did.
@@ -86,6 +94,7 @@ struct CleanResult {
   std::vector<KeptItem> skipped;
   std::uint64_t freed_bytes = 0;
   std::vector<std::string> audit_errors;
+  bool interrupted = false;  // should_stop said stop: the rest were not touched
 };
 
 /// Validates options against the caller (all_users needs uid 0, a target is chosen).
@@ -93,7 +102,10 @@ struct CleanResult {
 /// Surveys /dev/shm, SysV shm and the temp dir; removes nothing.
 [[nodiscard]] Result<CleanPlan> plan_clean(const Context& context, const CleanOptions& options);
 /// Re-checks each planned item and removes those that are still safe to remove.
+/// `should_stop` is asked between batches (the CLI: a deferred SIGINT/SIGTERM/SIGHUP);
+/// a batch once begun is finished, so nothing is left under a quarantine name.
 [[nodiscard]] CleanResult apply_clean(const Context& context, const CleanOptions& options,
-                                      const CleanPlan& plan);
+                                      const CleanPlan& plan,
+                                      const std::function<bool()>& should_stop = {});
 
 }  // namespace headroom

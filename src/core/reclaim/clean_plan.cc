@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "core/inuse/user_names.h"
 #include "core/reclaim/clean.h"
@@ -16,7 +17,9 @@
 #include "core/reclaim/proc_net_unix.h"
 #include "core/reclaim/shm_survey.h"
 #include "core/reclaim/tree_walk.h"
+#include "core/unique_fd.h"
 #include "core/units.h"
+#include "core/walk/file_stat.h"
 
 namespace headroom {
 
@@ -26,50 +29,6 @@ std::chrono::seconds age_of(std::chrono::system_clock::time_point now, std::time
   const auto then = std::chrono::system_clock::from_time_t(modified);
   return now > then ? std::chrono::duration_cast<std::chrono::seconds>(now - then)
                     : std::chrono::seconds{0};
-}
-
-// "1 (systemd), 523 (sshd)": comm is world-readable even when fd/ and maps are not.
-std::string describe_pids(const Context& context, const std::vector<int>& pids) {
-  constexpr std::size_t kShown = 10;
-  std::string text;
-  for (std::size_t i = 0; i < pids.size() && i < kShown; ++i) {
-    std::string name =
-        context.root.read(context.root.proc(std::to_string(pids[i]) + "/comm"), 256).value_or("?");
-    while (!name.empty() && name.back() == '\n') name.pop_back();
-    text += fmt::format("{}{} ({})", i == 0 ? "" : ", ", pids[i], name);
-  }
-  if (pids.size() > kShown) text += fmt::format(" and {} more", pids.size() - kShown);
-  return text;
-}
-
-std::string pid_csv(const std::vector<int>& pids) {
-  std::string text;
-  for (int pid : pids) text += (text.empty() ? "" : ",") + std::to_string(pid);
-  return text;
-}
-
-// The index cannot vouch for files when it could not read every process:
-// say which ones, and the two ways forward.
-std::string blindness(const Context& context, const std::vector<int>& blocking, bool hidepid,
-                      uid_t euid) {
-  if (!blocking.empty()) {
-    return fmt::format(
-        "could not inspect pid {}: permission denied on {} fds and maps, so a file {} would "
-        "look unused. {}, or if you are sure {} nothing in /dev/shm or the temp dir, vouch for "
-        "{}: --ignore-unreadable {}",
-        describe_pids(context, blocking), blocking.size() == 1 ? "its" : "their",
-        blocking.size() == 1 ? "it uses" : "they use",
-        euid == 0 ? fmt::format("Root cannot read {} here either (a sandbox or another user "
-                                "namespace): run headroom where it can",
-                                blocking.size() == 1 ? "it" : "them")
-                  : std::string("Run as root"),
-        blocking.size() == 1 ? "it uses" : "they use", blocking.size() == 1 ? "it" : "them",
-        pid_csv(blocking));
-  }
-  if (hidepid && euid != 0) {
-    return "/proc is mounted with hidepid: other users' processes are invisible; run as root";
-  }
-  return "";
 }
 
 class Planner {
@@ -85,11 +44,13 @@ class Planner {
     if (options_.shm) {
       if (auto result = plan_shm(); !result) return fail(result.error());
     }
-    if (options_.tmp && plan_.blind_reason.empty()) {
+    if (options_.tmp) {
       if (auto result = plan_tmp(); !result) return fail(result.error());
     }
-    if (!plan_.blind_reason.empty()) plan_.items.clear();
     for (const CleanItem& item : plan_.items) plan_.total_bytes += item.bytes;
+    std::sort(plan_.blocking_pids.begin(), plan_.blocking_pids.end());
+    plan_.blocking_pids.erase(std::unique(plan_.blocking_pids.begin(), plan_.blocking_pids.end()),
+                              plan_.blocking_pids.end());
     return std::move(plan_);
   }
 
@@ -100,26 +61,25 @@ class Planner {
     plan_.kept.push_back({path, std::move(reason), bytes});
   }
 
-  void note_index(const InUseIndex& index) {
+  void note_scan(const InUseIndex& index, const Visibility& visibility,
+                 const std::vector<int>& blocking, bool kept_unproven) {
     plan_.processes_scanned = std::max(plan_.processes_scanned, index.processes_scanned());
     for (int pid : index.unreadable_pids()) plan_.unreadable_pids.push_back(pid);
     std::sort(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end());
     plan_.unreadable_pids.erase(
         std::unique(plan_.unreadable_pids.begin(), plan_.unreadable_pids.end()),
         plan_.unreadable_pids.end());
-    const std::vector<int> blocking = blocking_unreadable(index, options_);
     plan_.blocking_pids.insert(plan_.blocking_pids.end(), blocking.begin(), blocking.end());
-    if (plan_.blind_reason.empty()) {
-      plan_.blind_reason = blindness(context_, blocking, index.hidepid(), euid_);
-    }
+    if (kept_unproven && plan_.visibility_note.empty())
+      plan_.visibility_note = visibility.describe();
   }
 
   Result<void> plan_shm() {
-    auto survey = survey_shm(context_);
+    auto survey = survey_shm(context_, options_.ignore_unreadable);
     if (!survey) return fail(survey.error());
-    note_index(survey->index);
     const std::chrono::seconds minimum = minimum_age(options_, false);
     const std::filesystem::path dir = "/dev/shm";
+    bool unproven = false;
     for (const ShmEntry& entry : survey->entries) {
       const std::filesystem::path path = dir / entry.name;
       const auto age = age_of(now_, std::chrono::system_clock::to_time_t(entry.modified));
@@ -131,8 +91,9 @@ class Planner {
       } else if (!owner_ok(entry.uid)) {
         keep(path, fmt::format("owned by {} (use --all-users as root)", names_.name(entry.uid)),
              entry.allocated_bytes);
-      } else if (!entry.holders.empty()) {
-        keep(path, held_reason(survey->index, entry.holders), entry.allocated_bytes);
+      } else if (entry.use != Use::kUnused) {
+        unproven = unproven || entry.use == Use::kUnknown;
+        keep(path, entry.use_why, entry.allocated_bytes);
       } else if (age < minimum) {
         keep(path, fmt::format("modified {} ago (younger than --older-than)", format_duration(age)),
              entry.allocated_bytes);
@@ -148,13 +109,15 @@ class Planner {
         item.owner = names_.name(entry.uid);
         item.bytes = entry.allocated_bytes;
         item.age = age;
-        item.why_safe = entry.pattern == "torch"
-                            ? "no process has it open or mapped (the pid in a torch_ name is its "
-                              "creator, not a holder)"
-                            : "no process has it open or mapped";
+        item.why_safe =
+            entry.pattern == "torch"
+                ? entry.use_why + "; the pid in a torch_ name is its creator, not a holder"
+                : entry.use_why;
         plan_.items.push_back(std::move(item));
       }
     }
+    note_scan(survey->index, survey->visibility,
+              unproven ? survey->visibility.unreadable : std::vector<int>{}, unproven);
     for (const SysvSegment& segment : survey->sysv) plan_sysv(segment, minimum);
     return {};
   }
@@ -190,23 +153,27 @@ class Planner {
 
   Result<void> plan_tmp() {
     const std::filesystem::path rooted = context_.root.host(options_.tmp_dir);
-    const int dir_fd = ::open(rooted.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0) return fail(Error::from_errno(errno, options_.tmp_dir.string()));
-    struct stat dir_info {};
-    ::fstat(dir_fd, &dir_info);
-    const FileId dir_id = file_id_of(dir_info);
+    const UniqueFd dir(::open(rooted.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir.ok()) return fail(Error::from_errno(errno, options_.tmp_dir.string()));
+    if (auto allowed =
+            check_tmp_dir(context_, options_.tmp_dir, dir.get(), options_.tmp_dir_explicit);
+        !allowed) {
+      return fail(allowed.error());
+    }
+    walk::FileStat dir_stat;
+    if (const int error = walk::stat_at(dir.get(), "", dir_stat); error != 0) {
+      return fail(Error::from_errno(error, options_.tmp_dir.string()));
+    }
     ScanOptions scan;
-    scan.devices = {dir_id.device};
+    scan.devices = {static_cast<std::uint64_t>(dir_stat.id.dev)};
     scan.include_sysv = false;
     auto index = scan_in_use(context_, scan);
-    if (!index) {
-      ::close(dir_fd);
-      return fail(index.error());
-    }
-    note_index(*index);
-    const auto sockets = read_proc_net_unix(context_).value_or(std::unordered_set<std::string>{});
+    if (!index) return fail(index.error());
+    auto sockets = read_live_sockets(context_);
+    const EntryJudge judge(context_, options_, *index, sockets ? &*sockets : nullptr,
+                           minimum_age(options_, true));
     std::vector<std::string> names;
-    if (DIR* stream = ::fdopendir(::dup(dir_fd))) {
+    if (DIR* stream = ::fdopendir(::dup(dir.get()))) {
       while (const dirent* entry = ::readdir(stream)) {
         const std::string_view name = entry->d_name;
         if (name != "." && name != "..") names.emplace_back(name);
@@ -214,73 +181,68 @@ class Planner {
       ::closedir(stream);
     }
     std::sort(names.begin(), names.end());
-    for (const std::string& name : names) plan_tmp_entry(dir_fd, dir_id, name, *index, sockets);
-    ::close(dir_fd);
+    const FileId dir_id{static_cast<std::uint64_t>(dir_stat.id.dev),
+                        static_cast<std::uint64_t>(dir_stat.id.ino)};
+    for (const std::string& name : names) plan_tmp_entry(dir.get(), dir_id, name, judge);
+    note_scan(*index, judge.visibility(), judge.blocking(), !judge.blocking().empty());
     return {};
   }
 
-  void plan_tmp_entry(int dir_fd, FileId dir_id, const std::string& name, const InUseIndex& index,
-                      const std::unordered_set<std::string>& sockets) {
+  void plan_tmp_entry(int dir_fd, FileId dir_id, const std::string& name, const EntryJudge& judge) {
     const std::filesystem::path path = options_.tmp_dir / name;
-    struct stat info {};
-    if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return;
-    const FileId id = file_id_of(info);
+    walk::FileStat stat;
+    if (walk::stat_at(dir_fd, name.c_str(), stat) != 0) return;  // gone meanwhile
     if (protected_tmp_name(name))
       return keep(path, "protected name (system sockets or PrivateTmp)");
-    if (id.device != dir_id.device) return keep(path, "a mount point (other filesystem)");
-    if (!owner_ok(info.st_uid)) return;  // other users' files are not ours to list
-    const std::chrono::seconds minimum = minimum_age(options_, true);
+    if (stat.mount_root || static_cast<std::uint64_t>(stat.id.dev) != dir_id.device) {
+      return keep(path, "a mount point");
+    }
+    if (!owner_ok(stat.owner)) return;  // other users' files are not ours to list
     CleanItem item;
     item.path = path;
     item.parent = options_.tmp_dir;
     item.parent_id = dir_id;
     item.name = name;
-    item.id = id;
-    item.uid = info.st_uid;
-    item.owner = names_.name(info.st_uid);
-    item.bytes = static_cast<std::uint64_t>(info.st_blocks) * 512;
-    std::time_t newest = info.st_mtim.tv_sec;
-    std::vector<int> holders = holder_pids(index.holders(id));
-    if (S_ISDIR(info.st_mode)) {
-      item.kind = CleanKind::kTmpDir;
-      const int child =
-          ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (child < 0) return keep(path, fmt::format("could not open: {}", std::strerror(errno)));
-      const TreeSummary tree = summarize_tree(child, id.device);
-      ::close(child);
-      if (tree.crosses_mount) return keep(path, "contains a mount point", tree.allocated_bytes);
-      if (!tree.error.empty()) return keep(path, "could not read all of it: " + tree.error);
-      for (const FileId& below : tree.ids) {
-        const auto pids = holder_pids(index.holders(below));
-        holders.insert(holders.end(), pids.begin(), pids.end());
+    item.id = {static_cast<std::uint64_t>(stat.id.dev), static_cast<std::uint64_t>(stat.id.ino)};
+    item.uid = stat.owner;
+    item.owner = names_.name(stat.owner);
+    item.bytes = stat.disk_bytes;
+    item.kind = stat.kind == walk::FileKind::kDirectory ? CleanKind::kTmpDir : CleanKind::kTmpFile;
+    const std::string shown = context_.root.display(context_.root.host(path)).string();
+    const TreeEntry top{dir_fd, name, name, stat};
+    if (auto reason = judge.keep(top, shown)) return keep(path, *reason, item.bytes);
+    std::int64_t newest = last_activity_ns(stat);
+    if (item.kind == CleanKind::kTmpDir) {
+      if (const auto held = holder_pids(judge.index().holders_under(shown)); !held.empty()) {
+        return keep(path, describe_holders(judge.index(), held), item.bytes);
       }
-      const auto by_path =
-          holder_pids(index.holders_under(context_.root.display(context_.root.host(path))));
-      holders.insert(holders.end(), by_path.begin(), by_path.end());
-      std::sort(holders.begin(), holders.end());
-      holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+      const UniqueFd child(
+          ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      walk::FileStat opened;
+      if (!child.ok() || walk::stat_at(child.get(), "", opened) != 0 || !(opened.id == stat.id)) {
+        return keep(path, fmt::format("could not open: {}", std::strerror(errno)));
+      }
+      bool found = false;
+      const TreeSummary tree = summarize_tree(
+          child.get(), stat, [&](const TreeEntry& entry) -> std::optional<std::string> {
+            if (found) return std::nullopt;  // one reason is enough; the walk only counts now
+            auto reason = judge.keep(entry, shown + "/" + entry.relative);
+            found = reason.has_value();
+            return reason;
+          });
       item.bytes = tree.allocated_bytes;
       item.files = tree.entries;
-      newest = tree.newest_mtime;
-    } else if (S_ISREG(info.st_mode) || S_ISLNK(info.st_mode) || S_ISFIFO(info.st_mode) ||
-               S_ISSOCK(info.st_mode)) {
-      item.kind = CleanKind::kTmpFile;
-      if (S_ISSOCK(info.st_mode) && sockets.count(path.native()) > 0) {
-        return keep(path, "a live socket (bound by a process)");
-      }
-    } else {
-      return keep(path, "a device node");
+      if (tree.kept) return keep(path, *tree.kept, item.bytes);
+      if (!tree.error.empty())
+        return keep(path, "could not read all of it: " + tree.error, item.bytes);
+      newest = tree.newest_activity_ns;
     }
-    if (!holders.empty()) return keep(path, held_reason(index, holders), item.bytes);
-    item.age = age_of(now_, newest);
-    if (item.age < minimum) {
-      return keep(path,
-                  fmt::format("{}modified {} ago (younger than {})",
-                              item.kind == CleanKind::kTmpDir ? "something inside " : "",
-                              format_duration(item.age), format_duration(minimum)),
-                  item.bytes);
-    }
-    item.why_safe = fmt::format("no process uses {}; unmodified for {}",
+    const auto last_use = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(newest)));
+    item.age = now_ > last_use ? std::chrono::duration_cast<std::chrono::seconds>(now_ - last_use)
+                               : std::chrono::seconds{0};
+    item.why_safe = fmt::format("no process uses {}; unused for {}",
                                 item.kind == CleanKind::kTmpDir ? "anything inside" : "it",
                                 format_duration(item.age));
     plan_.items.push_back(std::move(item));
@@ -316,9 +278,13 @@ Result<void> validate(const CleanOptions& options, const Context& context) {
   if (options.all_users && context.syscalls->effective_uid() != 0) {
     return fail(Error::invalid("--all-users needs root"));
   }
+  if (options.grace.count() < 0) return fail(Error::invalid("--grace must not be negative"));
   for (int pid : options.ignore_unreadable) {
     if (pid <= 0)
       return fail(Error::invalid(fmt::format("--ignore-unreadable: {} is not a pid", pid)));
+  }
+  if (options.tmp) {
+    if (auto path = check_tmp_path(options.tmp_dir); !path) return path;
   }
   if (options.older_than && options.older_than->count() < 0) {
     return fail(Error::invalid("--older-than must not be negative"));

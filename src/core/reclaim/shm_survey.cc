@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <map>
 
+#include "core/unique_fd.h"
+
 namespace headroom {
 
 namespace {
@@ -34,16 +36,7 @@ std::string_view shm_pattern(std::string_view name) {
 
 bool ShmEntry::regular() const { return S_ISREG(mode); }
 
-std::vector<int> holder_pids(const std::vector<const Holder*>& holders) {
-  std::vector<int> pids;
-  pids.reserve(holders.size());
-  for (const Holder* holder : holders) pids.push_back(holder->pid);
-  std::sort(pids.begin(), pids.end());
-  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  return pids;
-}
-
-Result<ShmSurvey> survey_shm(const Context& context) {
+Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouched) {
   ShmSurvey survey;
   const std::filesystem::path dir = context.root.dev("shm");
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -52,6 +45,7 @@ Result<ShmSurvey> survey_shm(const Context& context) {
   ::fstat(dir_fd, &dir_info);
   survey.dir_id = file_id_of(dir_info);
 
+  const UniqueFd probe_dir(::dup(dir_fd));
   DIR* stream = ::fdopendir(dir_fd);
   if (stream == nullptr) {
     const int saved = errno;
@@ -84,8 +78,17 @@ Result<ShmSurvey> survey_shm(const Context& context) {
   auto index = scan_in_use(context, options);
   if (!index) return fail(index.error());
   survey.index = std::move(*index);
-  for (ShmEntry& entry : survey.entries)
+  survey.visibility = visibility_of(context, survey.index, vouched);
+  for (ShmEntry& entry : survey.entries) {
     entry.holders = holder_pids(survey.index.holders(entry.id));
+    if (!entry.regular()) continue;
+    const UniqueFd fd = open_for_probe(probe_dir.get(), entry.name.c_str(), entry.id);
+    const int open_errno = fd.ok() ? 0 : errno;
+    const UseAnswer answer =
+        regular_file_use(survey.index, survey.visibility, entry.id, fd.get(), open_errno);
+    entry.use = answer.use;
+    entry.use_why = answer.why;
+  }
 
   // Unlinked but held: deleted holders on /dev/shm's device, one per inode.
   std::map<FileId, UnlinkedSegment> unlinked;

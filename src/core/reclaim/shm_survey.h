@@ -17,6 +17,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/inuse/use_proof.h"
 
 namespace headroom {
 
@@ -35,6 +36,10 @@ struct ShmEntry {
   std::chrono::system_clock::time_point modified;
   std::string pattern;       ///< shm_pattern(name)
   std::vector<int> holders;  ///< pids that have it open or mapped (ascending, unique)
+  /// Whether anyone uses it, by the one rule of use_proof.h (regular files; other types
+  /// are kUnknown and never stale).
+  Use use = Use::kUnknown;
+  std::string use_why;  ///< the evidence, in words
   [[nodiscard]] bool regular() const;
 };
 
@@ -54,18 +59,22 @@ struct ShmSurvey {
   std::vector<UnlinkedSegment> unlinked;
   std::vector<SysvSegment> sysv;
   std::optional<Error> sysv_error;
-  InUseIndex index;  ///< the scan the survey was made from (devices: /dev/shm's)
+  InUseIndex index;       ///< the scan the survey was made from (devices: /dev/shm's)
+  Visibility visibility;  ///< what the scan could not see (vouched pids left out)
 };
 
-/// Lists /dev/shm (under the root prefix) and scans who holds what on its device.
-[[nodiscard]] Result<ShmSurvey> survey_shm(const Context& context);
+/// Lists /dev/shm (under the root prefix), scans who holds what on its device and decides
+/// each regular file's use. `vouched`: unreadable pids the caller vouches hold nothing here.
+[[nodiscard]] Result<ShmSurvey> survey_shm(const Context& context,
+                                           std::span<const int> vouched = {});
 
-/// Whether a survey's entry is stale: a regular file nobody holds.
+/// Whether a survey's entry is stale: a regular file proven unused.
 [[nodiscard]] inline bool stale(const ShmEntry& entry) {
-  return entry.regular() && entry.holders.empty();
+  return entry.regular() && entry.use == Use::kUnused;
 }
-
-/// Unique pids of holders, ascending.
-[[nodiscard]] std::vector<int> holder_pids(const std::vector<const Holder*>& holders);
+/// Whether nobody visible holds it but it could not be proven unused.
+[[nodiscard]] inline bool use_unknown(const ShmEntry& entry) {
+  return entry.regular() && entry.use == Use::kUnknown;
+}
 
 }  // namespace headroom

@@ -1,38 +1,51 @@
 #pragma once
 // Walking and removing a directory tree relative to directory fds only:
-// every child is reached with openat(parent_fd, name, O_NOFOLLOW|O_DIRECTORY)
-// and checked to be the inode fstatat saw, so replacing a directory by a
-// symlink (to anywhere) while we work makes that openat fail instead of
-// redirecting us. Entries on another device (a mount point) are never entered.
-
-#include <sys/stat.h>
+// every entry is statx'ed relative to its directory (never following a symlink), every
+// child directory is reached with openat(parent_fd, name, O_NOFOLLOW|O_DIRECTORY) and
+// checked to be the inode the statx saw, so replacing a directory by a symlink (to
+// anywhere) while we work makes that openat fail instead of redirecting us. Mount points
+// (another device, or STATX_ATTR_MOUNT_ROOT: a bind mount of the same file system) are
+// never entered.
 
 #include <cstdint>
-#include <ctime>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/inuse/inuse_index.h"
+#include "core/walk/file_stat.h"
 
 namespace headroom {
 
-/// What a walk found under one directory.
-struct TreeSummary {
-  std::uint64_t entries = 0;          ///< files, dirs, links below (not the root itself)
-  std::uint64_t allocated_bytes = 0;  ///< st_blocks x 512, hard links counted each time
-  std::time_t newest_mtime = 0;       ///< newest st_mtime, the root included
-  std::vector<FileId> ids;            ///< every inode below, the root included
-  bool crosses_mount = false;         ///< something below lives on another device
-  std::string error;                  ///< first error (a directory that could not be read)
+/// One entry met by a walk.
+struct TreeEntry {
+  int dir_fd = -1;              ///< the directory holding it
+  const std::string& name;      ///< its name there
+  const std::string& relative;  ///< its path below the walked root ("a/b/c")
+  const walk::FileStat& stat;
 };
 
-/// Summarizes the tree of the directory open at `dir_fd`, staying on `device`.
-[[nodiscard]] TreeSummary summarize_tree(int dir_fd, std::uint64_t device);
+/// A reason to keep an entry (and so its ancestors), or nullopt.
+using EntryRule = std::function<std::optional<std::string>(const TreeEntry& entry)>;
 
-/// Decides, for one entry about to be removed, a reason to keep it (nullopt: remove).
-using KeepRule = std::function<std::optional<std::string>(const struct stat& info)>;
+/// Newest sign of use of one entry, ns since the epoch: mtime, ctime (a tar -x restores
+/// old mtimes; ctime is when it was written) and, for what is not a directory, atime
+/// (listing a directory, as this walk does, updates its atime).
+[[nodiscard]] std::int64_t last_activity_ns(const walk::FileStat& stat);
+
+/// What a walk found under one directory.
+struct TreeSummary {
+  std::uint64_t entries = 0;            ///< files, dirs, links below (not the root itself)
+  std::uint64_t allocated_bytes = 0;    ///< disk bytes, the root included, hard links each time
+  std::int64_t newest_activity_ns = 0;  ///< last_activity_ns of the newest entry, the root too
+  std::optional<std::string> kept;      ///< the first "relative/path: reason" to keep something
+  std::string error;                    ///< first error (a directory that could not be read)
+};
+
+/// Walks the directory open at `dir_fd` (whose statx is `root`), applying `rule` to every
+/// entry below it; mount points are kept ("a mount point").
+[[nodiscard]] TreeSummary summarize_tree(int dir_fd, const walk::FileStat& root,
+                                         const EntryRule& rule);
 
 /// What remove_tree_contents did.
 struct RemoveOutcome {
@@ -41,10 +54,10 @@ struct RemoveOutcome {
   std::vector<std::string> kept;  ///< "relative/path: reason"
 };
 
-/// Removes everything below the directory open at `dir_fd`, deepest first,
-/// with unlinkat relative to each directory's fd; entries `keep` names a
-/// reason for stay (and so do their ancestors, which are then not empty).
-[[nodiscard]] RemoveOutcome remove_tree_contents(int dir_fd, std::uint64_t device,
-                                                 const KeepRule& keep);
+/// Removes everything below the directory open at `dir_fd`, deepest first, with unlinkat
+/// relative to each directory's fd; entries `rule` names a reason for stay (and so do their
+/// ancestors, which are then not empty).
+[[nodiscard]] RemoveOutcome remove_tree_contents(int dir_fd, const walk::FileStat& root,
+                                                 const EntryRule& rule);
 
 }  // namespace headroom

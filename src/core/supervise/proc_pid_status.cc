@@ -15,6 +15,20 @@ bool leading_number(std::string_view text, T& value) {
   return error == std::errc() && end != text.data();
 }
 
+// The numbers of a blank-separated list ("1000\t1000\t1000\t1000").
+template <typename T>
+std::vector<T> numbers(std::string_view text) {
+  std::vector<T> out;
+  for (;;) {
+    text = trim_blanks(text);
+    T value{};
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end == text.data()) return out;
+    out.push_back(value);
+    text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+  }
+}
+
 }  // namespace
 
 Result<ProcStatus> parse_proc_status(std::string_view text) {
@@ -34,7 +48,14 @@ Result<ProcStatus> parse_proc_status(std::string_view text) {
     } else if (key == "PPid") {
       (void)leading_number(value, status.ppid);
     } else if (key == "Uid") {
-      (void)leading_number(value, status.uid);
+      const auto uids = numbers<uid_t>(value);
+      if (!uids.empty()) status.uid = uids.front();
+      status.fs_uid = uids.size() >= 4 ? uids[3] : status.uid;
+    } else if (key == "Gid") {
+      const auto gids = numbers<gid_t>(value);
+      if (!gids.empty()) status.fs_gid = gids.size() >= 4 ? gids[3] : gids.front();
+    } else if (key == "Groups") {
+      status.groups = numbers<gid_t>(value);
     } else if (key == "VmRSS" && leading_number(value, number)) {
       status.rss_bytes = number * 1024;
     } else if (key == "RssShmem" && leading_number(value, number)) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -22,8 +23,11 @@ struct ProcStatus {
   std::string name;  ///< comm, at most 15 bytes
   pid_t pid = 0;
   pid_t ppid = 0;
-  uid_t uid = 0;                                 ///< real uid
-  std::uint64_t rss_bytes = 0;                   ///< VmRSS
+  uid_t uid = 0;                ///< real uid
+  uid_t fs_uid = 0;             ///< the uid file permissions are checked against (Uid's 4th field)
+  gid_t fs_gid = 0;             ///< likewise for groups (Gid's 4th field)
+  std::vector<gid_t> groups;    ///< supplementary groups
+  std::uint64_t rss_bytes = 0;  ///< VmRSS
   std::optional<std::uint64_t> rss_shmem_bytes;  ///< RssShmem, absent before 4.5
   std::uint64_t threads = 0;
 };

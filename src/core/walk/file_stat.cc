@@ -9,8 +9,9 @@
 namespace headroom::walk {
 
 int stat_at(int dir_fd, const char* name, FileStat& out) {
-  constexpr unsigned kMask =
-      STATX_TYPE | STATX_BLOCKS | STATX_SIZE | STATX_MTIME | STATX_UID | STATX_NLINK | STATX_INO;
+  constexpr unsigned kMask = STATX_TYPE | STATX_MODE | STATX_BLOCKS | STATX_SIZE | STATX_MTIME |
+                             STATX_ATIME | STATX_CTIME | STATX_UID | STATX_GID | STATX_NLINK |
+                             STATX_INO;
   int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT;
   if (name[0] == '\0') flags |= AT_EMPTY_PATH;
   struct statx raw {};
@@ -31,11 +32,17 @@ int stat_at(int dir_fd, const char* name, FileStat& out) {
       break;
   }
   out.owner = raw.stx_uid;
+  out.group = raw.stx_gid;
   out.links = raw.stx_nlink;
   out.disk_bytes = raw.stx_blocks * 512;
   out.apparent_bytes = raw.stx_size;
-  out.mtime_ns =
-      static_cast<std::int64_t>(raw.stx_mtime.tv_sec) * 1'000'000'000 + raw.stx_mtime.tv_nsec;
+  const auto ns = [](const statx_timestamp& time) {
+    return static_cast<std::int64_t>(time.tv_sec) * 1'000'000'000 + time.tv_nsec;
+  };
+  out.mtime_ns = ns(raw.stx_mtime);
+  out.atime_ns = ns(raw.stx_atime);
+  out.ctime_ns = ns(raw.stx_ctime);
+  out.mode = raw.stx_mode;
   // Linux 5.8 added the attribute; older kernels leave the mask bit clear and
   // the walker falls back to comparing st_dev only.
   out.mount_root = (raw.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 &&

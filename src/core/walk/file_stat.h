@@ -34,10 +34,14 @@ struct FileStat {
   FileId id;
   FileKind kind = FileKind::kOther;
   uid_t owner = 0;
+  gid_t group = 0;
   std::uint64_t links = 1;
   std::uint64_t disk_bytes = 0;      ///< stx_blocks * 512, what `du` reports
   std::uint64_t apparent_bytes = 0;  ///< stx_size
   std::int64_t mtime_ns = 0;         ///< modification time, ns since the epoch
+  std::int64_t atime_ns = 0;         ///< last access
+  std::int64_t ctime_ns = 0;         ///< last status change (tar -x sets mtime, not ctime)
+  std::uint32_t mode = 0;            ///< st_mode: type and permission bits
   bool mount_root = false;           ///< STATX_ATTR_MOUNT_ROOT: a mount point (also bind mounts)
 };
 
