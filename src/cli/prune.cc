@@ -22,6 +22,7 @@ struct PruneCommand {
   std::string settle = "200ms";
   bool yes = false;
   bool no_holders = false;
+  std::vector<int> ignore_unreadable;
 };
 
 }  // namespace
@@ -46,6 +47,11 @@ std::function<int()> setup_prune(CLI::App& app, const Globals& globals) {
   app.add_flag("--yes", command->yes, "delete (without it: print the plan only)");
   app.add_flag("--no-holders", command->no_holders,
                "do not scan /proc for processes holding checkpoints");
+  app.add_option("--ignore-unreadable", command->ignore_unreadable,
+                 "PID,... : processes that cannot be inspected but that you know use nothing "
+                 "in DIR (what they could use is kept otherwise; docs/safety.md)")
+      ->delimiter(',')
+      ->check(pid_validator());
   return [command, &globals]() {
     const Context context = make_context(globals);
     PruneOptions options;
@@ -67,6 +73,7 @@ std::function<int()> setup_prune(CLI::App& app, const Globals& globals) {
     options.settle = *settle;
     options.remove = command->yes;
     options.in_use = !command->no_holders;
+    options.ignore_unreadable = command->ignore_unreadable;
     auto result = run_prune(context, options);
     if (!result) return usage_error(result.error().message);
     if (globals.json) {

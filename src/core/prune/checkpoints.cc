@@ -227,7 +227,12 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
   for (Checkpoint& checkpoint : scan.checkpoints) {
     std::vector<walk::FileId> watched;
     auto tally = measure(options.dir, checkpoint, index ? &watch : nullptr, &watched);
-    if (!tally) return fail(tally.error());
+    if (!tally) {
+      // Renamed, replaced or removed since it was listed: it is changing, so it is kept
+      // (as one still being written), never a reason to give up on the others.
+      checkpoint.growing = true;
+      continue;
+    }
     checkpoint.tally = *tally;
     if (index)
       checkpoint.holders = collect_holders(*index, options.dir, checkpoint, std::move(watched));

@@ -26,8 +26,9 @@ Result<PruneResult> run_prune(const Context& context, const PruneOptions& option
     for (const PlannedCheckpoint& item : result.plan.items) {
       if (item.decision == Decision::kDelete) doomed.push_back(item.index);
     }
-    auto outcomes = remove_checkpoints(
-        context, result.scan, doomed, options.in_use ? HolderRecheck::kScan : HolderRecheck::kSkip);
+    auto outcomes = remove_checkpoints(context, result.scan, doomed,
+                                       options.in_use ? HolderRecheck::kScan : HolderRecheck::kSkip,
+                                       options.ignore_unreadable);
     if (!outcomes) return fail(outcomes.error());
     result.outcomes = std::move(*outcomes);
     result.removed = true;

@@ -25,6 +25,7 @@ struct PruneOptions {
   std::chrono::milliseconds settle{200};  ///< growth-detection interval
   bool remove = false;                    ///< false: plan only (dry run)
   bool in_use = true;                     ///< consult the in-use index
+  std::vector<int> ignore_unreadable;     ///< pids vouched for (docs/safety.md)
 };
 
 /// The plan and, when removing, what happened.

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/inuse/use_proof.h"
+#include "core/reclaim/tree_use.h"
 #include "core/walk/dirents.h"
 
 namespace headroom {
@@ -44,7 +46,8 @@ Result<void> empty_directory(int fd, const std::string& path, dev_t device) {
 
 /// The holder, size and identity checks done right before removing one checkpoint.
 std::string recheck(const Context& context, const CheckpointScan& scan,
-                    const Checkpoint& checkpoint, int dir_fd, HolderRecheck holders) {
+                    const Checkpoint& checkpoint, int dir_fd, HolderRecheck holders,
+                    const std::vector<int>& vouched) {
   walk::FileStat now;
   if (const int error = walk::stat_at(dir_fd, checkpoint.name.c_str(), now); error != 0) {
     return fmt::format("cannot stat it any more: {}", std::strerror(error));
@@ -64,6 +67,18 @@ std::string recheck(const Context& context, const CheckpointScan& scan,
   if (!current->empty()) {
     const CheckpointHolder& first = current->front();
     return fmt::format("now in use by {}[{}] ({})", first.command, first.pid, first.how);
+  }
+  // What the scan cannot see (another user's evaluation job reading it, a process outside
+  // this pid namespace): the same proof as `clean` (docs/safety.md), file by file.
+  ScanOptions options;
+  options.devices = {static_cast<std::uint64_t>(scan.dir_stat.id.dev)};
+  options.include_sysv = false;
+  auto index = scan_in_use(context, options);
+  if (!index) return "cannot re-check who holds it: " + index.error().message;
+  const Visibility visibility = visibility_of(context, *index, vouched);
+  if (auto use = first_use(dir_fd, checkpoint.name, now, *index, visibility,
+                           context.syscalls->effective_uid())) {
+    return "may be in use: " + *use;
   }
   return "";
 }
@@ -95,7 +110,8 @@ Result<void> remove_tree_at(int parent_fd, const std::string& name, const walk::
 Result<std::vector<RemovalOutcome>> remove_checkpoints(const Context& context,
                                                        const CheckpointScan& scan,
                                                        const std::vector<std::size_t>& indices,
-                                                       HolderRecheck holders) {
+                                                       HolderRecheck holders,
+                                                       const std::vector<int>& vouched) {
   const int dir_fd = ::open(scan.dir.c_str(), kDirectoryFlags);
   if (dir_fd < 0) return failure(errno, scan.dir.string());
   walk::FileStat dir_now;
@@ -107,7 +123,7 @@ Result<std::vector<RemovalOutcome>> remove_checkpoints(const Context& context,
   for (std::size_t index : indices) {
     const Checkpoint& checkpoint = scan.checkpoints[index];
     RemovalOutcome outcome{index, RemovalStatus::kSkipped,
-                           recheck(context, scan, checkpoint, dir_fd, holders), 0};
+                           recheck(context, scan, checkpoint, dir_fd, holders, vouched), 0};
     if (outcome.reason.empty()) {
       Result<void> removed;
       if (checkpoint.directory) {

@@ -30,11 +30,12 @@ struct RemovalOutcome {
 /// Whether the holder re-check scans /proc (tests of the removal itself may turn it off).
 enum class HolderRecheck { kScan, kSkip };
 
-/// Removes scan.checkpoints[i] for each i in `indices`, re-checking each first.
+/// Removes scan.checkpoints[i] for each i in `indices`, re-checking each first with the
+/// proof `clean` uses (docs/safety.md); `vouched`: unreadable pids the caller vouches for.
 /// Fails only when scan.dir itself is gone or was replaced.
 [[nodiscard]] Result<std::vector<RemovalOutcome>> remove_checkpoints(
     const Context& context, const CheckpointScan& scan, const std::vector<std::size_t>& indices,
-    HolderRecheck recheck = HolderRecheck::kScan);
+    HolderRecheck recheck = HolderRecheck::kScan, const std::vector<int>& vouched = {});
 
 /// Removes the directory `name` under `parent_fd` and everything in it, never
 /// following symlinks and never entering a directory on another device than
