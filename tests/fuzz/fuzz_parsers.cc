@@ -3,11 +3,15 @@
 // tests/logs (scripts/fuzz builds the seed corpus). Parsers must never crash,
 // hang or read out of bounds, whatever /proc or a log contains.
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "core/explain/log_reader.h"
 #include "core/inuse/proc_maps.h"
 #include "core/inuse/sysvipc_shm.h"
 #include "core/probes/cgroup.h"
@@ -17,8 +21,10 @@
 #include "core/probes/meminfo.h"
 #include "core/probes/mountinfo.h"
 #include "core/probes/pressure.h"
+#include "core/reclaim/proc_net_unix.h"
 #include "core/signatures/analyzer.h"
 #include "core/signatures/catalog.h"
+#include "core/supervise/proc_pid_status.h"
 #include "core/units.h"
 
 namespace {
@@ -44,12 +50,26 @@ void analyze_log(std::string_view text) {
   (void)analyzer.finish();
 }
 
+// The log reader on a real fd (a memfd): what `explain` does with a file or a pipe.
+void read_log(std::string_view text) {
+  static const auto compiled = headroom::compile_catalog(builtin());
+  const int fd = ::memfd_create("fuzz-log", MFD_CLOEXEC);
+  if (fd < 0) return;
+  if (::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+      ::lseek(fd, 0, SEEK_SET) == 0) {
+    headroom::LogAnalyzer analyzer(compiled);
+    (void)headroom::feed_fd(analyzer, fd, "fuzz");
+    (void)analyzer.finish();
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 14) {
+  switch (data[0] % 17) {
     case 0:
       (void)headroom::parse_mountinfo(text);
       break;
@@ -94,6 +114,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 13:
       analyze_log(text);
+      break;
+    case 14:
+      (void)headroom::parse_proc_net_unix(text);
+      break;
+    case 15:
+      (void)headroom::parse_proc_status(text);
+      break;
+    case 16:
+      read_log(text);
       break;
   }
   return 0;
