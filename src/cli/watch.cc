@@ -45,11 +45,13 @@ Result<void> number_flag(const WatchArgs& args, WatchOpt option, Number& out) {
   return {};
 }
 
-/// Defaults, then the config file, then the flags that were given.
+/// Defaults, then the config file (--config, or --check-config's), then the flags given.
 Result<DaemonConfig> load_config(const WatchArgs& args) {
   DaemonConfig config;
   config.watch.sample.dirs.clear();
-  if (const std::string* file = args.last(kConfig)) {
+  const std::string* file = args.last(kCheckConfig);
+  if (file == nullptr) file = args.last(kConfig);
+  if (file != nullptr) {
     // Checked below with the flags applied: a flag may mend what the file got wrong.
     if (auto applied = daemon::apply_toml_file(*file, config, daemon::Check::kLater); !applied) {
       return fail(applied.error());
@@ -89,6 +91,11 @@ Result<DaemonConfig> load_config(const WatchArgs& args) {
     if (!applied) return fail(applied.error());
   }
   if (args.has(kDir)) config.watch.sample.dirs.assign(args.all(kDir).begin(), args.all(kDir).end());
+  if (args.has(kMount)) {
+    config.watch.sample.mounts.assign(args.all(kMount).begin(), args.all(kMount).end());
+  }
+  if (const std::string* state = args.last(kState)) config.state_file = *state;
+  if (const std::string* pid_file = args.last(kPidFile)) config.pid_file = *pid_file;
   if (const std::string* listen = args.last(kListen)) {
     config.listen = listen->empty() ? std::string(daemon::kDefaultListen) : *listen;
   }
@@ -172,8 +179,24 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
   }
   if (count < 0) return usage_error("--count must be >= 0");
   const Globals& globals = args->globals;
-  const Context context = make_context(globals);
+  if (const std::string* file = args->last(kCheckConfig)) {
+    // The whole config as the daemon would run it, checked and not run: nothing is
+    // bound, sampled or sent, so it works beside the running daemon.
+    fmt::print("{}: ok: every {}, {} dir(s), {} mount(s), {} sink(s){}\n", *file,
+               format_setting(config->interval), config->watch.sample.dirs.size(),
+               config->watch.sample.mounts.size(),
+               config->sinks.size() + (config->stderr_alerts ? 1 : 0),
+               config->listen ? ", /metrics on " + *config->listen : std::string());
+    return kExitOk;
+  }
+  Context context = make_context(globals);
+  // Under --root (a node agent with the host's /proc at /host/proc) its own mount
+  // table is its container's, where a host dir is a bind mount or on the overlay:
+  // /data/checkpoints showed as mountpoint="/". The host's is init's.
+  if (globals.root != "/") context.pid = "1";
   const bool once = args->has(kOnce);
+  // One sample to print: nothing to scrape, and the daemon may hold the port.
+  if (once) config->listen.reset();
   std::mutex output;
   daemon::LoopHooks hooks;
   hooks.reload = [args] { return load_config(*args); };

@@ -46,6 +46,10 @@ enum class WatchOpt : int {
   kQueue,
   kHost,
   kOomScope,
+  kCheckConfig,
+  kMount,
+  kState,
+  kPidFile,
   // global flags
   kJson,
   kNoColor,

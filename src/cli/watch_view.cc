@@ -69,7 +69,12 @@ std::string render_step(const WatchStep& step) {
                : fmt::format("fds: {} open of {}\n", sample.fds->open, sample.fds->limit);
   }
   if (sample.shm_stale_bytes) {
-    out += fmt::format("stale /dev/shm: {}\n", format_bytes(*sample.shm_stale_bytes));
+    const std::uint64_t unknown = sample.shm_unknown_bytes.value_or(0);
+    out += fmt::format("stale /dev/shm: {}{}\n", format_bytes(*sample.shm_stale_bytes),
+                       unknown == 0 ? std::string()
+                                    : fmt::format(" ({} more not provable: other users' "
+                                                  "processes could not be inspected)",
+                                                  format_bytes(unknown)));
   }
   for (const ProbeStatus& probe : sample.probes) {
     if (!probe.success) out += fmt::format("probe {} failed: {}\n", probe.probe, probe.error);

@@ -276,6 +276,19 @@ Result<void> apply_top(const Reader& reader, const toml::table& root, DaemonConf
       applied = reader.strings(node, key).map([&](const std::vector<std::string>& dirs) {
         config.watch.sample.dirs.assign(dirs.begin(), dirs.end());
       });
+    } else if (key == "mounts") {
+      applied = reader.strings(node, key).map([&](const std::vector<std::string>& mounts) {
+        config.watch.sample.mounts.assign(mounts.begin(), mounts.end());
+      });
+    } else if (key == "state_file") {
+      applied = reader.string(node, key).map(
+          [&](std::string value) { config.state_file = std::move(value); });
+    } else if (key == "pid_file") {
+      applied = reader.string(node, key).map(
+          [&](std::string value) { config.pid_file = std::move(value); });
+    } else if (key == "probe_timeout") {
+      applied = reader.duration(node, key).map(
+          [&](auto value) { config.watch.sample.probe_timeout = value; });
     } else if (key == "temp_dir") {
       applied =
           reader.boolean(node, key).map([&](bool value) { config.watch.sample.temp_dir = value; });

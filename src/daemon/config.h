@@ -68,6 +68,11 @@ struct DaemonConfig {
   /// Names this machine in alerts sent off it (webhooks, chat, JSON lines, exec); empty: the
   /// kernel's node name (uname -n). In a pod that is the pod's: the DaemonSet passes the node's.
   std::string host;
+  /// Where the firing alerts are kept between runs (--state): a restart then
+  /// neither re-sends what still fires nor forgets to resolve what ended. Empty: nowhere.
+  std::filesystem::path state_file;
+  /// Where the daemon writes its pid (--pid-file), for `kill -HUP "$(cat FILE)"`. Empty: nowhere.
+  std::filesystem::path pid_file;
   std::vector<SinkSpec> sinks;  ///< besides stderr
   bool stderr_alerts = true;    ///< the default sink: one line per event on stderr
   DeliveryOptions delivery;

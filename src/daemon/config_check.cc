@@ -11,6 +11,7 @@
 #include "core/supervise/signal_names.h"
 #include "core/units.h"
 #include "daemon/config.h"
+#include "daemon/redact.h"
 
 namespace headroom::daemon {
 
@@ -70,7 +71,8 @@ Result<void> validate(const SinkSpec& sink) {
     case SinkKind::kWecom:
     case SinkKind::kFeishu:
       if (sink.target.rfind("http://", 0) != 0 && sink.target.rfind("https://", 0) != 0) {
-        return fail(Error::invalid(fmt::format("'{}' is not an http(s) URL", sink.target)));
+        return fail(
+            Error::invalid(fmt::format("'{}' is not an http(s) URL", redact_url(sink.target))));
       }
       return {};
     case SinkKind::kExec:
@@ -86,6 +88,22 @@ Result<void> validate(const SinkSpec& sink) {
 }
 
 namespace {
+
+/// A sink's target as an error may show it: webhook URLs without path, user info and
+/// query (the secrets), no exec command (it may hold a token).
+std::string shown_target(const SinkSpec& sink) {
+  switch (sink.kind) {
+    case SinkKind::kExec:
+      return "...";
+    case SinkKind::kWebhook:
+    case SinkKind::kSlack:
+    case SinkKind::kWecom:
+    case SinkKind::kFeishu:
+      return redact_url(sink.target);
+    default:
+      return sink.target;
+  }
+}
 
 /// What a user calls a key: "warn_percent" for "alerts.warn_percent".
 std::string_view leaf(std::string_view key) {
@@ -179,9 +197,9 @@ class Checker {
         const bool swap = rank(sinks[earlier].origin) > rank(sink.origin);
         const SinkSpec& blamed = swap ? sinks[earlier] : sink;
         const SinkSpec& other = swap ? sink : sinks[earlier];
-        return fail(Error::invalid(fmt::format("{} '{}' is already a sink ({})",
-                                               label(blamed.origin, to_string(blamed.kind)),
-                                               blamed.target, where(other.origin, blamed.origin))));
+        return fail(Error::invalid(fmt::format(
+            "{} '{}' is already a sink ({})", label(blamed.origin, to_string(blamed.kind)),
+            shown_target(blamed), where(other.origin, blamed.origin))));
       }
     }
     return {};

@@ -22,7 +22,8 @@ class ExecSink final : public AlertSink {
  public:
   ExecSink(std::string command, DeliveryOptions delivery)
       : command_(std::move(command)), delivery_(delivery) {}
-  std::string describe() const override { return "exec " + command_; }
+  // Not the command: it may carry a token (curl -H "Authorization: ...").
+  std::string describe() const override { return "a shell command"; }
 
   Result<void> send(const AlertEvent& event, const std::atomic<bool>& cancel) override {
     // Build argv and envp before fork: after fork in a threaded process only
@@ -66,12 +67,13 @@ class ExecSink final : public AlertSink {
       if (cancel || std::chrono::steady_clock::now() >= deadline) {
         ::kill(-pid, SIGKILL);  // the group: the shell and whatever it started
         ::waitpid(pid, &status, 0);
-        return fail(Error{Error::Code::kIo, fmt::format("'{}' timed out", command_)});
+        return fail(Error{Error::Code::kIo,
+                          fmt::format("timed out after {} ms", delivery_.timeout.count())});
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-    return fail(Error{Error::Code::kIo, fmt::format("'{}' exited with status {}", command_,
+    return fail(Error{Error::Code::kIo, fmt::format("exited with status {}",
                                                     WIFEXITED(status) ? WEXITSTATUS(status)
                                                                       : 128 + WTERMSIG(status))});
   }
@@ -93,6 +95,8 @@ std::vector<std::string> alert_environment(const AlertEvent& event) {
           fmt::format("HEADROOM_ALERT_THRESHOLD={}", event.threshold),
           "HEADROOM_ALERT_TIME=" + rfc3339(event.time),
           "HEADROOM_ALERT_HOST=" + event.host,
+          "HEADROOM_ALERT_ID=" + event.id,
+          "HEADROOM_ALERT_ACTION=" + event.action,
           "HEADROOM_ALERT_JSON=" + to_json(event).dump()};
 }
 

@@ -51,11 +51,23 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
   for (const FilesystemSample& filesystem : step.sample.filesystems) {
     const std::string role(to_string(filesystem.role));
     out.gauge("headroom_filesystem_up",
-              "1 when the watched path could be measured, 0 when it vanished or failed",
+              "1 when the watched path could be measured, 0 when it vanished, failed or hangs",
               {{"path", filesystem.path}, {"role", role}}, filesystem.ok ? 1 : 0);
+    out.gauge("headroom_filesystem_stuck",
+              "1 when statfs of the path's filesystem has not answered within probe_timeout",
+              {{"path", filesystem.path}, {"mountpoint", filesystem.mountpoint}, {"role", role}},
+              filesystem.stuck ? 1 : 0);
+    if (filesystem.expect_mount && filesystem.ok) {
+      out.gauge("headroom_mount_missing",
+                "1 when a path configured as a mount point (--mount) is not one",
+                {{"path", filesystem.path}, {"mountpoint", filesystem.mountpoint}},
+                filesystem.is_mount ? 0 : 1);
+    }
     if (!filesystem.ok) continue;
+    // device and fstype as node_exporter names them, for joins with its series.
     const Labels labels = {{"path", filesystem.path},
                            {"mountpoint", filesystem.mountpoint},
+                           {"device", filesystem.source},
                            {"fstype", filesystem.fstype},
                            {"role", role}};
     const double avail = static_cast<double>(filesystem.avail_bytes);
@@ -97,8 +109,15 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
 
 void host_metrics(const Sample& sample, const Predictions& predictions, Families& out) {
   if (sample.shm_stale_bytes) {
-    out.gauge("headroom_shm_stale_bytes", "Bytes of /dev/shm files no process holds open or mapped",
-              {}, static_cast<double>(*sample.shm_stale_bytes));
+    out.gauge("headroom_shm_stale_bytes",
+              "Bytes of /dev/shm files proven held open or mapped by no process", {},
+              static_cast<double>(*sample.shm_stale_bytes));
+  }
+  if (sample.shm_unknown_bytes) {
+    out.gauge("headroom_shm_unknown_bytes",
+              "Bytes of /dev/shm files with no holder seen that could not be proven stale "
+              "(processes of other users not inspectable)",
+              {}, static_cast<double>(*sample.shm_unknown_bytes));
   }
   if (sample.memory) {
     out.gauge("headroom_memory_total_bytes", "MemTotal", {},
@@ -166,7 +185,7 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
 
 void sink_metrics(const std::vector<SinkStats>& sinks, Families& out) {
   for (const SinkStats& sink : sinks) {
-    const Labels labels = {{"sink", sink.sink}};
+    const Labels labels = {{"sink", sink.sink}, {"target", sink.target}};
     out.counter("headroom_alert_sink_sent_total", "Alert events delivered", labels,
                 static_cast<double>(sink.sent));
     out.counter("headroom_alert_sink_failed_total", "Alert events given up after retries", labels,
@@ -183,9 +202,23 @@ std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
   Families out;
   filesystem_metrics(snapshot.step, out);
   host_metrics(snapshot.step.sample, snapshot.step.predictions, out);
+  // Every rule and severity, 0 when none fires: a series that vanished would
+  // read as "no data", not as "nothing firing".
   std::map<std::pair<std::string, std::string>, int> firing;
+  for (const RuleSeverity& rule : alert_rules()) {
+    firing[{std::string(rule.rule), std::string(to_string(rule.severity))}] = 0;
+  }
   for (const auto& [key, alert] : snapshot.active) {
     ++firing[{alert.last.rule, std::string(to_string(alert.last.severity))}];
+    // The newest OOM victim while its alert fires, for rules to name it.
+    const auto& labels = alert.last.labels;
+    if (alert.last.rule == "oom_kill" && labels.count("comm") != 0) {
+      out.gauge(
+          "headroom_oom_kill_victim_info",
+          "The newest process the OOM killer took, while its alert fires (from dmesg)",
+          {{"pid", labels.at("pid")}, {"comm", labels.at("comm")}, {"cgroup", labels.at("cgroup")}},
+          1);
+    }
   }
   for (const auto& [rule_severity, count] : firing) {
     out.gauge("headroom_alerts_firing", "Alerts of the rule firing now",
@@ -224,6 +257,17 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   }
   if (!snapshot) return {};
   std::vector<MetricFamily> families = to_metric_families(*snapshot);
+  Families ages;
+  const auto now = std::chrono::steady_clock::now();
+  ages.gauge("headroom_sample_age_seconds",
+             "Seconds since the last sample was taken: grows when sampling is stuck", {},
+             std::chrono::duration<double>(now - snapshot->taken).count());
+  if (snapshot->last_complete) {
+    ages.gauge("headroom_last_complete_sample_age_seconds",
+               "Seconds since the last sample that measured every watched path (none hung)", {},
+               std::chrono::duration<double>(now - *snapshot->last_complete).count());
+  }
+  for (MetricFamily& family : ages.take()) families.push_back(std::move(family));
   if (read) {
     Families sinks;
     sink_metrics(read(), sinks);

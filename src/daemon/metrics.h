@@ -7,8 +7,10 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/alerts/watcher.h"
@@ -17,7 +19,8 @@ namespace headroom::daemon {
 
 /// Delivery counters of one sink at scrape time.
 struct SinkStats {
-  std::string sink;
+  std::string sink;    ///< "webhook#1": kind and place, never the URL (it holds secrets)
+  std::string target;  ///< where it delivers, without secrets: "https://host:port", a file
   std::uint64_t sent = 0;
   std::uint64_t failed = 0;
   std::uint64_t dropped = 0;
@@ -31,6 +34,10 @@ struct Snapshot {
   double sample_duration_seconds = 0;
   std::vector<SinkStats> sinks;
   double config_last_reload_success = 1;
+  /// When the step was taken, and the newest step with every path measured (none on a
+  /// hung mount): their ages are computed at scrape time, so a frozen loop shows.
+  std::chrono::steady_clock::time_point taken;
+  std::optional<std::chrono::steady_clock::time_point> last_complete;
 };
 
 /// Converts a snapshot to metric families (names: docs/metrics.md).

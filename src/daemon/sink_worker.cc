@@ -2,10 +2,11 @@
 
 namespace headroom::daemon {
 
-SinkWorker::SinkWorker(std::unique_ptr<AlertSink> sink, std::size_t capacity,
+SinkWorker::SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, std::size_t capacity,
                        std::function<void(const std::string&)> on_error)
     : sink_(std::move(sink)),
-      name_(sink_->describe()),
+      name_(std::move(name)),
+      target_(sink_->describe()),
       capacity_(capacity),
       on_error_(std::move(on_error)),
       thread_([this] { run(); }) {}
@@ -57,7 +58,7 @@ void SinkWorker::run() {
       counters_.sent.fetch_add(1);
     } else {
       counters_.failed.fetch_add(1);
-      if (on_error_) on_error_(name_ + ": " + sent.error().message);
+      if (on_error_) on_error_(name_ + " (" + target_ + "): " + sent.error().message);
     }
     {
       std::lock_guard lock(mutex_);

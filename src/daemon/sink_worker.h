@@ -24,8 +24,9 @@ struct SinkCounters {
 /// Delivers events to one sink on a thread of its own.
 class SinkWorker {
  public:
-  /// `on_error` is called on the worker thread with each delivery failure.
-  SinkWorker(std::unique_ptr<AlertSink> sink, std::size_t capacity,
+  /// `name` labels its metrics and log lines ("webhook#1"); `on_error` is called on the
+  /// worker thread with each delivery failure.
+  SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, std::size_t capacity,
              std::function<void(const std::string&)> on_error);
   ~SinkWorker();
   SinkWorker(const SinkWorker&) = delete;
@@ -37,12 +38,15 @@ class SinkWorker {
   void stop(std::chrono::milliseconds deadline);
   [[nodiscard]] const SinkCounters& counters() const { return counters_; }
   [[nodiscard]] const std::string& name() const { return name_; }
+  /// The sink's target without secrets (AlertSink::describe()).
+  [[nodiscard]] const std::string& target() const { return target_; }
 
  private:
   void run();
 
   std::unique_ptr<AlertSink> sink_;
   std::string name_;
+  std::string target_;
   std::size_t capacity_;
   std::function<void(const std::string&)> on_error_;
   SinkCounters counters_;

@@ -12,6 +12,8 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "core/alerts/watch_json.h"
 #include "daemon/sink_factories.h"
@@ -22,7 +24,7 @@ namespace {
 
 class StderrSink final : public AlertSink {
  public:
-  std::string describe() const override { return "stderr"; }
+  std::string describe() const override { return "standard error"; }
   Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     // This host's own log: no need to name the host.
     AlertEvent local = event;
@@ -36,7 +38,7 @@ class StderrSink final : public AlertSink {
 class JsonlSink final : public AlertSink {
  public:
   explicit JsonlSink(std::string path) : path_(std::move(path)) {}
-  std::string describe() const override { return "jsonl " + path_; }
+  std::string describe() const override { return path_; }
   Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     // Opened per event so logrotate's move-and-create works without a reload.
     std::ofstream out(path_, std::ios::app);
@@ -69,11 +71,25 @@ class SignalSink final : public AlertSink {
   SignalSink(const SignalSink&) = delete;
   SignalSink& operator=(const SignalSink&) = delete;
 
-  std::string describe() const override { return "signal " + target_; }
+  std::string describe() const override { return target_; }
   Result<void> send(const AlertEvent& event, const std::atomic<bool>&) override {
     // Only a firing alert asks the job to act (checkpoint and stop); repeats
-    // and resolutions would make it act again for the same condition.
+    // and resolutions would make it act again for the same condition. So would
+    // the same condition growing worse (warn, then critical, a second later) or
+    // seen by two rules (usage and time-to-full of one filesystem): one signal
+    // while any alert about that filesystem (or subject) fires.
+    const std::string condition = signal_condition(event);
+    const std::string key = event.key();
+    if (event.kind == AlertKind::kResolved) {
+      firing_[condition].erase(key);
+      if (firing_[condition].empty()) firing_.erase(condition);
+      return {};
+    }
     if (event.kind != AlertKind::kFiring) return {};
+    std::set<std::string>& keys = firing_[condition];
+    const bool signalled = !keys.empty();
+    keys.insert(key);
+    if (signalled) return {};
     int sent = -1;
     if (pidfd_ >= 0) {
       sent = static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd_, signal_, nullptr, 0));
@@ -91,9 +107,18 @@ class SignalSink final : public AlertSink {
  private:
   int signal_;
   pid_t pid_;
+  /// The filesystem (its mountpoint label) an event is about, else its subject.
+  static std::string signal_condition(const AlertEvent& event) {
+    const auto mountpoint = event.labels.find("mountpoint");
+    return mountpoint != event.labels.end() && !mountpoint->second.empty() ? mountpoint->second
+                                                                           : event.subject;
+  }
+
   std::string target_;
   int pidfd_;
   int open_errno_ = 0;
+  /// Keys of the firing alerts, by the condition they were signalled for.
+  std::map<std::string, std::set<std::string>> firing_;
 };
 
 }  // namespace

@@ -18,7 +18,8 @@ namespace headroom::daemon {
 class AlertSink {
  public:
   virtual ~AlertSink() = default;
-  /// "webhook http://...": for logs and the sink label of metrics.
+  /// What the sink delivers to, without secrets ("https://hooks.slack.com", a file path,
+  /// "USR1:1234"): for logs and the `target` label of metrics.
   [[nodiscard]] virtual std::string describe() const = 0;
   /// Delivers one event, retrying as configured; the Error says why it gave up.
   /// Gives up early once `cancel` is set (shutdown, reload), so no send outlives

@@ -4,13 +4,18 @@
 #include <prometheus/exposer.h>
 #include <pthread.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include "daemon/alert_state.h"
 #include "daemon/metrics.h"
 #include "daemon/sink_worker.h"
 
@@ -86,20 +91,24 @@ class SinkSet {
     set->host_ = config.host.empty() ? node_name() : config.host;
     std::vector<SinkSpec> specs = config.sinks;
     if (config.stderr_alerts) specs.insert(specs.begin(), {SinkKind::kStderr, ""});
+    std::map<SinkKind, int> of_kind;
     for (const SinkSpec& spec : specs) {
       auto sink = make_sink(spec, config.delivery);
       if (!sink) return fail(sink.error());
-      set->workers_.push_back(
-          std::make_unique<SinkWorker>(std::move(*sink), config.delivery.queue_capacity,
-                                       [log = hooks.log](const std::string& line) {
-                                         if (log) log("alert delivery failed: " + line);
-                                       }));
+      // "webhook#2": the kind and its place among the sinks of that kind, never the URL.
+      std::string name = fmt::format("{}#{}", to_string(spec.kind), ++of_kind[spec.kind]);
+      set->workers_.push_back(std::make_unique<SinkWorker>(
+          std::move(*sink), std::move(name), config.delivery.queue_capacity,
+          [log = hooks.log](const std::string& line) {
+            if (log) log("alert delivery failed: " + line);
+          }));
     }
     return set;
   }
   void push(const std::vector<AlertEvent>& events) {
     for (AlertEvent event : events) {
       event.host = host_;  // an alert read on another machine says which one it is about
+      event.id = alert_fingerprint(host_, event.rule, event.subject, event.severity);
       for (auto& worker : workers_) worker->push(event);
     }
   }
@@ -107,8 +116,8 @@ class SinkSet {
     std::vector<SinkStats> result;
     for (const auto& worker : workers_) {
       const SinkCounters& counters = worker->counters();
-      result.push_back(
-          {worker->name(), counters.sent.load(), counters.failed.load(), counters.dropped.load()});
+      result.push_back({worker->name(), worker->target(), counters.sent.load(),
+                        counters.failed.load(), counters.dropped.load()});
     }
     return result;
   }
@@ -136,8 +145,15 @@ Result<Listening> listen_on(const std::string& address,
   auto parsed = parse_listen_address(address);
   if (!parsed) return fail(parsed.error());
   try {
-    // One worker thread: Prometheus scrapes one at a time, and each thread costs memory.
-    Listening listening{std::make_unique<prometheus::Exposer>(*parsed, 1), *parsed};
+    // civetweb gives each connection a worker thread until its request has come in
+    // or request_timeout_ms passed (30 s by default): with one thread, one idle or
+    // slow client (a port scanner, a half-open connection) blocked every scrape for
+    // 30 s. So a few threads (Prometheus scrapes one at a time; an idle thread costs
+    // a stack mapping, not memory), and a request that has not arrived in 2 s is dropped.
+    Listening listening{
+        std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+            "listening_ports", *parsed, "num_threads", "4", "request_timeout_ms", "2000"}),
+        *parsed};
     listening.exposer->RegisterCollectable(collector);
     const std::vector<int> ports = listening.exposer->GetListeningPorts();
     if (!ports.empty()) {
@@ -153,10 +169,44 @@ Result<Listening> listen_on(const std::string& address,
   }
 }
 
+/// The paths on a hung mount in a step, with why.
+std::map<std::string, std::string> stuck_paths(const WatchStep& step) {
+  std::map<std::string, std::string> stuck;
+  for (const FilesystemSample& filesystem : step.sample.filesystems) {
+    if (filesystem.stuck) stuck.emplace(filesystem.path, filesystem.error);
+  }
+  return stuck;
+}
+
+/// Logs the paths whose mount started or stopped hanging since the previous step.
+void log_stuck_changes(const std::map<std::string, std::string>& before,
+                       const std::map<std::string, std::string>& now, const LoopHooks& hooks) {
+  if (!hooks.log) return;
+  for (const auto& [path, why] : now) {
+    if (before.count(path) == 0)
+      hooks.log(fmt::format("{}: {}; sampling goes on without it", path, why));
+  }
+  for (const auto& [path, why] : before) {
+    if (now.count(path) == 0) hooks.log(fmt::format("{}: its filesystem answers again", path));
+  }
+}
+
+/// Writes this process's pid to `path` (--pid-file), replacing what is there.
+Result<void> write_pid_file(const std::filesystem::path& path) {
+  std::FILE* file = std::fopen(path.c_str(), "we");
+  if (file == nullptr) return fail(Error::from_errno(errno, path.string()));
+  const bool written = std::fprintf(file, "%d\n", static_cast<int>(::getpid())) > 0;
+  if (std::fclose(file) != 0 || !written) return fail(Error::from_errno(errno, path.string()));
+  return {};
+}
+
 }  // namespace
 
 Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHooks& hooks) {
   SignalWatcher signals;  // first: threads started below inherit the blocked mask
+  if (!config.pid_file.empty()) {
+    if (auto written = write_pid_file(config.pid_file); !written) return fail(written.error());
+  }
   auto collector = std::make_shared<SnapshotCollector>();
   std::unique_ptr<prometheus::Exposer> exposer;
   if (config.listen) {
@@ -175,6 +225,24 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
   });
 
   Watcher watcher(context, config.watch);
+  if (!config.state_file.empty()) {
+    auto restored = load_alert_state(config.state_file);
+    if (!restored) {
+      if (hooks.log) hooks.log("starting without the saved alerts: " + restored.error().message);
+    } else {
+      watcher.engine().restore(*restored);
+      if (hooks.log && !restored->empty()) {
+        hooks.log(
+            fmt::format("{} alert(s) were firing before the restart: each goes on or is "
+                        "resolved at the next samples",
+                        restored->size()));
+      }
+    }
+  }
+  std::map<std::string, std::string> stuck;
+  // Until a sample has measured every path, its age counts from the start.
+  std::optional<std::chrono::steady_clock::time_point> last_complete =
+      std::chrono::steady_clock::now();
   std::uint64_t samples = 0;
   double reload_ok = 1;
   auto next = std::chrono::steady_clock::now();
@@ -224,7 +292,20 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
       sinks->push(step->events);
     }
     ++samples;
+    auto now_stuck = stuck_paths(*step);
+    log_stuck_changes(stuck, now_stuck, hooks);
+    stuck = std::move(now_stuck);
+    const auto finished = std::chrono::steady_clock::now();
+    if (stuck.empty()) last_complete = finished;
+    if (!config.state_file.empty() && !step->events.empty()) {
+      if (auto saved = save_alert_state(config.state_file, watcher.engine().active());
+          !saved && hooks.log) {
+        hooks.log("cannot save the firing alerts: " + saved.error().message);
+      }
+    }
     auto snapshot = std::make_shared<Snapshot>();
+    snapshot->taken = finished;
+    snapshot->last_complete = last_complete;
     snapshot->step = *step;
     snapshot->active = watcher.engine().active();
     snapshot->samples_total = samples;
@@ -244,6 +325,7 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
   exposer.reset();
   // Give queued alerts a moment to go out (a --once run's alerts, say).
   sinks->stop(std::chrono::milliseconds(2000));
+  if (!config.pid_file.empty()) ::unlink(config.pid_file.c_str());
   return !watcher.engine().active().empty();
 }
 

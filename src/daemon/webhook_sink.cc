@@ -10,6 +10,7 @@
 
 #include "core/alerts/watch_json.h"
 #include "daemon/curl_api.h"
+#include "daemon/redact.h"
 #include "daemon/sink_factories.h"
 
 namespace headroom::daemon {
@@ -19,7 +20,10 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 std::string payload(SinkKind kind, const AlertEvent& event) {
-  const std::string text = alert_line(event);
+  // Chat is read by the on-call: what to do goes on a line of its own.
+  const std::string text = event.action.empty() || event.kind == AlertKind::kResolved
+                               ? alert_line(event)
+                               : alert_line(event) + "\nwhat to do: " + event.action;
   switch (kind) {
     case SinkKind::kSlack:
       return Json{{"text", text}}.dump();
@@ -43,7 +47,8 @@ class WebhookSink final : public AlertSink {
   WebhookSink(const CurlApi& curl, SinkKind kind, std::string url, DeliveryOptions delivery)
       : curl_(curl), kind_(kind), url_(std::move(url)), delivery_(delivery) {}
 
-  std::string describe() const override { return fmt::format("{} {}", to_string(kind_), url_); }
+  // Scheme, host and port only: the path, user info and query hold the secrets.
+  std::string describe() const override { return redact_url(url_); }
 
   Result<void> send(const AlertEvent& event, const std::atomic<bool>& cancel) override {
     const std::string body = payload(kind_, event);
@@ -64,7 +69,7 @@ class WebhookSink final : public AlertSink {
       last = sent.error();
     }
     if (cancel) {
-      return fail(Error{last.code, fmt::format("{}: cancelled by shutdown or reload", url_)});
+      return fail(Error{last.code, "cancelled by shutdown or reload"});
     }
     return fail(
         Error{last.code, fmt::format("{} (after {} tries)", last.message, delivery_.retries + 1)});
@@ -95,10 +100,10 @@ class WebhookSink final : public AlertSink {
     curl_.slist_free_all(headers);
     curl_.easy_cleanup(curl);
     if (code != CURLE_OK) {
-      return fail(Error{Error::Code::kIo, fmt::format("{}: {}", url_, curl_.easy_strerror(code))});
+      return fail(Error{Error::Code::kIo, curl_.easy_strerror(code)});
     }
     if (status < 200 || status >= 300) {
-      return fail(Error{Error::Code::kIo, fmt::format("{}: HTTP {}", url_, status)});
+      return fail(Error{Error::Code::kIo, fmt::format("HTTP {}", status)});
     }
     return {};
   }

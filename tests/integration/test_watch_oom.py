@@ -1,6 +1,8 @@
 """A real OOM kill in a memory cgroup while `headroom watch` runs: a watcher
 outside the job's cgroup (a service, a node agent) alerts on the host's kills;
-one inside a limited job cgroup alerts on that cgroup's, by its path."""
+one inside a limited job cgroup alerts on that cgroup's, by its path. Either
+names the victim from the kernel log (issue 21, item 7): its command, pid and
+cgroup, with whole counts and what to do."""
 from __future__ import annotations
 
 import json
@@ -41,7 +43,12 @@ def test_a_node_watcher_alerts_on_a_kill_in_another_cgroup(scratch: Path):
         alerts = _oom_alerts(watch)
     assert [a["kind"] for a in alerts] == ["firing"], alerts
     assert alerts[0]["subject"] == "system"
-    assert alerts[0]["summary"].startswith("1 new OOM kill(s) on this host"), alerts
+    summary = alerts[0]["summary"]
+    assert summary.startswith("OOM kill: python3 (pid "), alerts
+    assert "in memory cgroup " in summary and cgroup.path.name in summary, summary
+    assert "; 1 new on this host, " in summary and "since boot" in summary, summary
+    assert alerts[0]["labels"]["comm"] == "python3" and alerts[0]["labels"]["pid"].isdigit()
+    assert "dmesg" in alerts[0]["action"], alerts
 
 
 def test_a_watcher_in_the_jobs_limited_cgroup_alerts_on_that_cgroup(scratch: Path):
@@ -54,4 +61,6 @@ def test_a_watcher_in_the_jobs_limited_cgroup_alerts_on_that_cgroup(scratch: Pat
         name = cgroup.path.name
     assert [a["kind"] for a in alerts] == ["firing"], alerts
     assert alerts[0]["subject"].endswith("/" + name), alerts
-    assert f"1 new OOM kill(s) in {alerts[0]['subject']}" in alerts[0]["summary"]
+    summary = alerts[0]["summary"]
+    assert summary.startswith("OOM kill: python3 (pid "), summary
+    assert f"; 1 new in {alerts[0]['subject']}, " in summary, summary

@@ -130,7 +130,7 @@ def test_sighup_applies_a_new_threshold_and_keeps_the_running_config_on_bad_file
             metrics = _metrics(port)
             assert metrics["headroom_config_last_reload_successful"] == "0"
             assert metrics[firing_metric] == "1"  # still the 50% threshold
-            assert f'headroom_alert_sink_sent_total{{sink="jsonl {alerts}"}}' in metrics
+            assert f'headroom_alert_sink_sent_total{{sink="jsonl#1",target="{alerts}"}}' in metrics
             assert not any(str(other_alerts) in key for key in metrics)
         assert events("resolved") == [] and not other_alerts.exists()
 

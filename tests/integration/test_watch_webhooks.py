@@ -88,9 +88,10 @@ def test_each_dialect_names_the_host_and_a_failed_post_is_retried_with_backoff(s
     assert 0.18 <= first_gap < 0.5, (first_gap, second_gap)
     assert 0.38 <= second_gap < 1.0 and second_gap - first_gap >= 0.15, (first_gap, second_gap)
     events = len(generic)
-    assert _metric(metrics, "headroom_alert_sink_sent_total", f"webhook {urls['flaky']}") == events
-    assert _metric(metrics, "headroom_alert_sink_failed_total", f"webhook {urls['flaky']}") == 0
-    assert _metric(metrics, "headroom_alert_sink_sent_total", f"slack {urls['slack']}") == events
+    # Sinks are labelled by kind and place: the second --webhook is webhook#2.
+    assert _metric(metrics, "headroom_alert_sink_sent_total", "webhook#2") == events
+    assert _metric(metrics, "headroom_alert_sink_failed_total", "webhook#2") == 0
+    assert _metric(metrics, "headroom_alert_sink_sent_total", "slack#1") == events
 
 
 def test_a_sink_that_cannot_keep_up_drops_and_counts_what_does_not_fit(scratch: Path):
@@ -102,7 +103,7 @@ def test_a_sink_that_cannot_keep_up_drops_and_counts_what_does_not_fit(scratch: 
             "--webhook", hanging.url, "--webhook-timeout", "20s", "--queue", "2",
             "--repeat", "1s"], run_for=4.5)
         assert hanging.held, "headroom never connected to the hanging webhook"
-    sink = f"webhook {hanging.url}"
+    sink = "webhook#1"
     assert _metric(metrics, "headroom_alert_sink_sent_total", sink) == 0
     dropped = _metric(metrics, "headroom_alert_sink_dropped_total", sink)
     # 2 firing events at start (warn, critical), then 2 repeats a second for 4 s:
@@ -111,3 +112,27 @@ def test_a_sink_that_cannot_keep_up_drops_and_counts_what_does_not_fit(scratch: 
     # Stderr, another sink, got every event meanwhile.
     assert err.count("FIRING critical filesystem_usage") == 1, err
     assert err.count("REPEAT critical filesystem_usage") >= 3, err
+
+
+def test_sink_credentials_never_reach_metrics_or_logs(scratch: Path):
+    # Secrets in a Slack path, in user info and in a query string; both webhooks
+    # refuse (a closed port), so every delivery failure is logged.
+    port = free_port()
+    slack = f"http://127.0.0.1:{port}/services/T0001/B0001/s3cr3t"
+    webhook = f"http://user:pa55word@127.0.0.1:{port}/h?token=abc123"
+    exec_command = "exit 3 # Authorization: Bearer t0ken"
+    _, metrics, err = _run(scratch, ["--slack", slack, "--webhook", webhook, "--exec", exec_command,
+                                     "--webhook-retries", "0"], run_for=2.0)
+    for secret in ("s3cr3t", "T0001", "pa55word", "user:", "token", "abc123", "t0ken", "/h?"):
+        assert secret not in metrics, (secret, metrics)
+        assert secret not in err, (secret, err)
+    base = f"http://127.0.0.1:{port}"
+    assert f'headroom_alert_sink_failed_total{{sink="slack#1",target="{base}"}}' in metrics
+    assert f'headroom_alert_sink_failed_total{{sink="webhook#1",target="{base}"}}' in metrics
+    assert 'headroom_alert_sink_failed_total{sink="exec#1",target="a shell command"}' in metrics
+    # The failure names the sink once, then why.
+    failures = [line for line in err.splitlines() if "alert delivery failed" in line]
+    assert failures, err
+    assert any(line.startswith(f"headroom watch: alert delivery failed: slack#1 ({base}): ")
+               for line in failures), failures
+    assert all(line.count(base) <= 1 for line in failures), failures

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/alerts/rules.h"
+#include "core/inuse/inuse_index.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -21,6 +22,7 @@ std::map<std::string, std::string> filesystem_labels(const FilesystemSample& fil
   return {{"path", filesystem.path},
           {"mountpoint", filesystem.mountpoint},
           {"fstype", filesystem.fstype},
+          {"device", filesystem.source},
           {"role", std::string(to_string(filesystem.role))}};
 }
 
@@ -116,12 +118,84 @@ void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& fi
   }
 }
 
+/// "OOM kill: python3 (pid 4242) in /job.slice, rss 650.0 MiB; 2 new, 8 since boot": the
+/// victim first (from the kernel log), the counts after.
+std::string oom_summary(const std::vector<OomVictim>& victims, std::uint64_t fresh,
+                        std::uint64_t total, const std::string& subject) {
+  const std::string where = subject == "system" ? "on this host" : "in " + subject;
+  const std::string counts = fmt::format("{} new {}, {} {}", fresh, where, total,
+                                         subject == "system" ? "since boot" : "in total");
+  if (victims.empty()) {  // the kernel log is not readable (dmesg_restrict) or has no record
+    return fmt::format("{} new OOM kill(s) {} ({} {})", fresh, where, total,
+                       subject == "system" ? "since boot" : "in total");
+  }
+  const OomVictim& victim = victims.back();
+  return fmt::format("OOM kill: {} (pid {}){}{}, rss {}; {}", victim.comm, victim.pid,
+                     victim.cgroup.empty() ? "" : " in memory cgroup ", victim.cgroup,
+                     format_bytes(victim.rss_bytes), counts);
+}
+
+std::map<std::string, std::string> oom_labels(const std::vector<OomVictim>& victims) {
+  if (victims.empty()) return {};
+  const OomVictim& victim = victims.back();
+  return {{"pid", std::to_string(victim.pid)}, {"comm", victim.comm}, {"cgroup", victim.cgroup}};
+}
+
+/// "/data (ext4 /dev/sdb1)": a filesystem as the on-call tells two apart.
+std::string filesystem_identity(const FilesystemSample& filesystem) {
+  return fmt::format("{} ({}{}{})", filesystem.mountpoint, filesystem.fstype,
+                     filesystem.source.empty() ? "" : " ", filesystem.source);
+}
+
 }  // namespace
+
+void AlertEngine::filesystem_identity_conditions(const Sample& sample,
+                                                 std::vector<AlertCondition>& out) {
+  for (const FilesystemSample& filesystem : sample.filesystems) {
+    const std::map<std::string, std::string> labels = filesystem_labels(filesystem);
+    // A hung mount: the kernel does not answer statfs. Every process touching it
+    // hangs too (a job writing a checkpoint there sleeps in D state).
+    out.push_back({"filesystem_stuck", filesystem.mountpoint, Severity::kCritical, filesystem.stuck,
+                   !filesystem.stuck, false, filesystem.stuck ? 1.0 : 0.0, 0,
+                   filesystem.stuck ? filesystem.error
+                                    : fmt::format("{} answers again", filesystem.mountpoint),
+                   labels});
+    if (!filesystem.ok) continue;
+    // The filesystem under a watched path changed: unmounted (writes now go to the
+    // disk below), or another one mounted over it. The first one seen is the one
+    // meant, until a restart or a reload says otherwise.
+    const std::string now = filesystem.device + " " + filesystem.mountpoint;
+    const auto [first, added] =
+        first_filesystem_.emplace(filesystem.path, std::pair{now, filesystem_identity(filesystem)});
+    const bool changed = !added && first->second.first != now;
+    out.push_back(
+        {"filesystem_changed", filesystem.path, Severity::kWarn, changed, !changed, false,
+         changed ? 1.0 : 0.0, 0,
+         changed
+             ? fmt::format("{} is now on {}, not on {} as when watch started: "
+                           "unmounted?",
+                           filesystem.path, filesystem_identity(filesystem), first->second.second)
+             : fmt::format("{} is on {}", filesystem.path, filesystem_identity(filesystem)),
+         labels});
+    if (filesystem.expect_mount) {
+      const bool missing = !filesystem.is_mount;
+      out.push_back({"mount_missing", filesystem.path, Severity::kCritical, missing, !missing,
+                     false, missing ? 1.0 : 0.0, 0,
+                     missing ? fmt::format("{} is not a mount point: writes go to {}, {} free",
+                                           filesystem.path, filesystem_identity(filesystem),
+                                           format_bytes(filesystem.avail_bytes))
+                             : fmt::format("{} is mounted", filesystem.path),
+                     labels});
+    }
+  }
+}
 
 std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                                                     const Predictions& predictions) {
   std::vector<AlertCondition> out;
+  filesystem_identity_conditions(sample, out);
   for (const FilesystemSample& filesystem : sample.filesystems) {
+    if (filesystem.stuck) continue;  // filesystem_stuck says it; the path may be fine
     out.push_back({"path_missing",
                    filesystem.path,
                    Severity::kWarn,
@@ -191,21 +265,26 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
     const std::uint64_t previous = last->value_or(*ooms);
     const std::uint64_t fresh = *ooms > previous ? *ooms - previous : 0;
     *last = *ooms;
-    if (fresh > 0) last_oom_seen_ = sample.monotonic;
+    if (fresh > 0) {
+      last_oom_seen_ = sample.monotonic;
+      // The kernel log is the host's: a cgroup's alert names only its own victims.
+      std::vector<OomVictim> victims;
+      for (const OomVictim& victim : sample.oom_victims) {
+        if (subject == "system" || path_at_or_under(victim.cgroup, subject)) {
+          victims.push_back(victim);
+        }
+      }
+      // Kept for the repeats and the resolution, which come with no new kill.
+      last_oom_text_ = {oom_summary(victims, fresh, *ooms, subject), oom_labels(victims)};
+    }
     const bool holds = last_oom_seen_ && sample.monotonic - *last_oom_seen_ < config_.oom_quiet;
-    out.push_back(
-        {"oom_kill",
-         subject,
-         Severity::kCritical,
-         holds,
-         !holds,
-         fresh > 0,
-         static_cast<double>(*ooms),
-         0,
-         subject == "system"
-             ? fmt::format("{} new OOM kill(s) on this host ({} since boot)", fresh, *ooms)
-             : fmt::format("{} new OOM kill(s) in {} ({} in total)", fresh, subject, *ooms),
-         {}});
+    out.push_back({"oom_kill", subject, Severity::kCritical, holds, !holds, fresh > 0,
+                   static_cast<double>(*ooms), 0,
+                   holds ? last_oom_text_.first
+                         : fmt::format("no OOM kill {} for {}",
+                                       subject == "system" ? "on this host" : "in " + subject,
+                                       format_duration(config_.oom_quiet)),
+                   last_oom_text_.second});
   }
   if (sample.fds && sample.fds->limit != 0 && sample.fds->limit != Limit::kUnlimited) {
     const double used =
@@ -237,9 +316,16 @@ std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
   }
   // Alerts whose subject is no longer measured (a dir gone, a probe failing)
   // count as clear: path_missing or the probe metrics say what happened.
+  // Nor do alerts about a filesystem that hangs: its usage is unknown, not fine.
+  std::set<std::string> hung;
+  for (const FilesystemSample& filesystem : sample.filesystems) {
+    if (filesystem.stuck) hung.insert(filesystem.mountpoint);
+  }
   std::vector<AlertCondition> orphans;
   for (const auto& [key, alert] : active_) {
     if (seen.count(key) != 0) continue;
+    const auto mountpoint = alert.last.labels.find("mountpoint");
+    if (mountpoint != alert.last.labels.end() && hung.count(mountpoint->second) != 0) continue;
     orphans.push_back({alert.last.rule,
                        alert.last.subject,
                        alert.last.severity,

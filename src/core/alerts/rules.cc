@@ -42,6 +42,85 @@ Result<OomScope> parse_oom_scope(std::string_view text) {
       fmt::format("oom_scope \"{}\" is not one of \"auto\", \"cgroup\", \"system\"", text)));
 }
 
+std::span<const RuleSeverity> alert_rules() {
+  static constexpr RuleSeverity kRules[] = {
+      {"filesystem_usage", Severity::kWarn},
+      {"filesystem_usage", Severity::kCritical},
+      {"filesystem_fill_eta", Severity::kCritical},
+      {"filesystem_stuck", Severity::kCritical},
+      {"filesystem_changed", Severity::kWarn},
+      {"mount_missing", Severity::kCritical},
+      {"memory_fill_eta", Severity::kWarn},
+      {"memory_psi", Severity::kCritical},
+      {"oom_kill", Severity::kCritical},
+      {"checkpoint_space", Severity::kWarn},
+      {"checkpoint_space", Severity::kCritical},
+      {"path_missing", Severity::kWarn},
+      {"fd_usage", Severity::kWarn},
+  };
+  return kRules;
+}
+
+std::string alert_fingerprint(std::string_view host, std::string_view rule,
+                              std::string_view subject, Severity severity) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (std::string_view part : {host, rule, subject, to_string(severity)}) {
+    for (const char letter : part) {
+      hash = (hash ^ static_cast<unsigned char>(letter)) * 0x100000001b3ULL;
+    }
+    hash = (hash ^ 0xffU) * 0x100000001b3ULL;  // a separator: ("ab","c") is not ("a","bc")
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+std::string runbook_action(const AlertCondition& condition) {
+  const auto label = [&](const char* name) {
+    const auto found = condition.labels.find(name);
+    return found == condition.labels.end() ? std::string() : found->second;
+  };
+  const std::string& rule = condition.rule;
+  if (rule == "filesystem_usage" || rule == "filesystem_fill_eta") {
+    const std::string role = label("role");
+    if (role == "shm") return "free stale segments: headroom clean --shm";
+    if (role == "tmp") {
+      return fmt::format("see what fills it: headroom du {}; old temp files: headroom clean --tmp",
+                         label("path"));
+    }
+    return fmt::format(
+        "see what fills it: headroom du {}; drop old checkpoints: headroom prune DIR --keep-last N",
+        label("mountpoint"));
+  }
+  if (rule == "checkpoint_space") {
+    return fmt::format("drop old checkpoints: headroom prune {} --keep-last N", condition.subject);
+  }
+  if (rule == "filesystem_stuck") {
+    return fmt::format(
+        "find its server or daemon: findmnt {}; processes hung on it: ps -eo pid,stat,args | "
+        "awk '$2 ~ /D/'",
+        condition.subject);
+  }
+  if (rule == "filesystem_changed" || rule == "mount_missing") {
+    return fmt::format(
+        "check the mount: findmnt -T {}; remount it (mount -a) before jobs write "
+        "to the disk below",
+        condition.subject);
+  }
+  if (rule == "path_missing") {
+    return fmt::format("check the path: ls -ld {}; findmnt -T {}", condition.subject,
+                       condition.subject);
+  }
+  if (rule == "memory_fill_eta" || rule == "memory_psi") {
+    return "largest processes: ps -eo pid,rss,args --sort=-rss | head; the job's budget: "
+           "headroom check --only memory";
+  }
+  if (rule == "oom_kill") {
+    return "read the kills: dmesg -T | grep -iE 'killed process|oom-kill'; size the job: headroom "
+           "check --only memory --worker-rss SIZE --workers N";
+  }
+  if (rule == "fd_usage") return "who holds them: headroom check --only fd.system";
+  return {};
+}
+
 std::string AlertEvent::key() const {
   return rule + "/" + subject + "/" + std::string(to_string(severity));
 }
@@ -96,6 +175,8 @@ void AlertEngine::judge(const AlertCondition& condition, const Sample& sample,
                      sample.time,
                      sample.time,
                      condition.labels,
+                     {},
+                     runbook_action(condition),
                      {}};
     if (found == active_.end()) {
       active_.emplace(key, ActiveAlert{event, sample.time, 0});

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,15 @@ struct AlertConfig {
 /// key.
 [[nodiscard]] Result<void> validate(const AlertConfig& config);
 
+/// A rule and one severity it raises.
+struct RuleSeverity {
+  std::string_view rule;
+  Severity severity;
+};
+/// Every rule with each severity it can raise: what headroom_alerts_firing
+/// exports (as 0 when none fires), so a series never vanishes.
+[[nodiscard]] std::span<const RuleSeverity> alert_rules();
+
 /// What happened to an alert at this sample.
 enum class AlertKind { kFiring, kRepeat, kResolved };
 /// "firing", "repeat", "resolved".
@@ -88,8 +98,7 @@ enum class AlertKind { kFiring, kRepeat, kResolved };
 /// One event sent to the sinks.
 struct AlertEvent {
   AlertKind kind = AlertKind::kFiring;
-  /// Stable rule id: "filesystem_usage", "filesystem_fill_eta", "memory_fill_eta",
-  /// "memory_psi", "oom_kill", "checkpoint_space".
+  /// Stable rule id: one of alert_rules() ("filesystem_usage", "oom_kill", ...).
   std::string rule;
   std::string subject;  ///< watched path, mountpoint, "memory", or the cgroup
   Severity severity = Severity::kWarn;
@@ -101,6 +110,11 @@ struct AlertEvent {
   std::map<std::string, std::string> labels;      ///< mountpoint, fstype, role, ...
   /// The machine, stamped by the watch daemon on what it sends off the host; empty elsewhere.
   std::string host;
+  /// What the on-call does first, a command line: "headroom du /data; headroom prune ...".
+  std::string action;
+  /// Stable across events and restarts: alert_fingerprint(host, rule, subject, severity).
+  /// Set with the host by the daemon; empty elsewhere.
+  std::string id;
 
   /// "rule/subject/severity": identifies the alert across events.
   [[nodiscard]] std::string key() const;
@@ -122,6 +136,13 @@ struct AlertCondition {
   [[nodiscard]] std::string key() const;
 };
 
+/// What to do first about a condition, as commands to run (docs/watch.md#runbook).
+[[nodiscard]] std::string runbook_action(const AlertCondition& condition);
+
+/// 16 hex digits, the same for the same host, rule, subject and severity (FNV-1a 64).
+[[nodiscard]] std::string alert_fingerprint(std::string_view host, std::string_view rule,
+                                            std::string_view subject, Severity severity);
+
 /// An alert that is currently firing.
 struct ActiveAlert {
   AlertEvent last;  ///< the newest firing or repeat event
@@ -141,15 +162,25 @@ class AlertEngine {
   /// Alerts firing now, by key.
   [[nodiscard]] const std::map<std::string, ActiveAlert>& active() const { return active_; }
   [[nodiscard]] const AlertConfig& config() const { return config_; }
+  /// Takes alerts that fired before a restart (the daemon's state file) as firing now,
+  /// unless already known: judged at the next samples, they go on or resolve.
+  void restore(const std::map<std::string, ActiveAlert>& alerts) {
+    for (const auto& [key, alert] : alerts) active_.emplace(key, alert);
+  }
   /// Swaps in a new config (SIGHUP reload); firing alerts are kept and re-judged
   /// at the next sample.
-  void reconfigure(AlertConfig config) { config_ = config; }
+  void reconfigure(AlertConfig config) {
+    config_ = config;
+    first_filesystem_.clear();
+  }
 
  private:
   /// Every rule's verdicts for this sample; updates the PSI and OOM trackers.
   std::vector<AlertCondition> conditions(const Sample& sample, const Predictions& predictions);
   void judge(const AlertCondition& condition, const Sample& sample,
              std::vector<AlertEvent>& events);
+  /// filesystem_stuck, filesystem_changed and mount_missing for every watched path.
+  void filesystem_identity_conditions(const Sample& sample, std::vector<AlertCondition>& out);
 
   AlertConfig config_;
   std::map<std::string, ActiveAlert> active_;
@@ -157,6 +188,11 @@ class AlertEngine {
   std::optional<std::uint64_t> last_system_ooms_;
   std::optional<std::chrono::steady_clock::time_point> psi_above_since_;
   std::optional<std::chrono::steady_clock::time_point> last_oom_seen_;
+  /// The filesystem each watched path was first seen on: "<device> <mountpoint>", and
+  /// how an alert names it. A reconfigure (reload) forgets them.
+  std::map<std::string, std::pair<std::string, std::string>> first_filesystem_;
+  /// The summary and labels (victim) of the newest OOM kill, for its repeats.
+  std::pair<std::string, std::map<std::string, std::string>> last_oom_text_;
 };
 
 }  // namespace headroom

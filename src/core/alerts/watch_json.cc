@@ -18,11 +18,14 @@ Json optional_json(const std::optional<T>& value) {
 Json filesystem_json(const FilesystemSample& filesystem, const Predictions& predictions) {
   Json json = {
       {"path", filesystem.path}, {"role", to_string(filesystem.role)}, {"ok", filesystem.ok}};
+  if (filesystem.expect_mount && filesystem.ok) json["is_mount"] = filesystem.is_mount;
   if (!filesystem.ok) {
     json["error"] = filesystem.error;
+    if (filesystem.stuck) json["stuck"] = true;
     return json;
   }
   json["mountpoint"] = filesystem.mountpoint;
+  json["device"] = filesystem.source;
   json["fstype"] = filesystem.fstype;
   json["size_bytes"] = filesystem.total_bytes;
   json["free_bytes"] = filesystem.free_bytes;
@@ -54,7 +57,9 @@ Json to_json(const FillEstimate& estimate) {
           {"samples", estimate.samples},
           {"span_seconds", estimate.span_seconds},
           {"agreement", estimate.agreement},
-          {"recent", estimate.recent}};
+          {"recent", estimate.recent},
+          {"stalled", estimate.stalled},
+          {"restarted", estimate.restarted}};
 }
 
 Json to_json(const AlertEvent& event) {
@@ -66,6 +71,8 @@ Json to_json(const AlertEvent& event) {
                {"threshold", event.threshold},      {"time", rfc3339(event.time)},
                {"started", rfc3339(event.started)}, {"labels", labels}};
   if (!event.host.empty()) json["host"] = event.host;
+  if (!event.id.empty()) json["id"] = event.id;
+  if (!event.action.empty()) json["action"] = event.action;
   return json;
 }
 
@@ -102,6 +109,7 @@ Json to_json(const WatchStep& step) {
                                   {"scope", sample.fds->system ? "system" : "process"}}
                            : Json(nullptr);
   json["shm_stale_bytes"] = optional_json(sample.shm_stale_bytes);
+  json["shm_unknown_bytes"] = optional_json(sample.shm_unknown_bytes);
   json["probes"] = Json::array();
   for (const ProbeStatus& probe : sample.probes) {
     Json entry = {{"probe", probe.probe},

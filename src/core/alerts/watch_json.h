@@ -15,7 +15,7 @@ namespace headroom {
 /// {"rate_bytes_per_second", "eta_seconds", "samples", "span_seconds", "agreement", "recent"}.
 [[nodiscard]] nlohmann::ordered_json to_json(const FillEstimate& estimate);
 /// {"kind", "rule", "subject", "severity", "summary", "value", "threshold", "time", "started",
-/// "labels"}.
+/// "labels"}, and "host", "id", "action" when set.
 [[nodiscard]] nlohmann::ordered_json to_json(const AlertEvent& event);
 /// {"time", "filesystems": [...with "prediction"], "memory", "pressure", "cgroup", "oom_kills",
 ///  "fds", "shm_stale_bytes", "probes", "alerts": [...]} .

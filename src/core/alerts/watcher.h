@@ -41,6 +41,8 @@ class Watcher {
   void reconfigure(WatchOptions options);
   [[nodiscard]] const WatchOptions& options() const { return options_; }
   [[nodiscard]] const AlertEngine& engine() const { return engine_; }
+  /// The alert engine, to restore alerts that fired before a restart.
+  [[nodiscard]] AlertEngine& engine() { return engine_; }
 
  private:
   Context context_;

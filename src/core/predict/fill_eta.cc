@@ -121,7 +121,73 @@ std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points) {
   return median(pairs.slopes);
 }
 
+namespace {
+
+/// Index of the point just after the newest rise that freed a large share of the range
+/// of the points before it (FillOptions::jump_fraction); 0 when there is none.
+std::size_t after_last_jump(std::span<const SeriesPoint> points, double fraction) {
+  if (fraction <= 0 || points.size() < 2) return 0;
+  // Running range of the points before each one, oldest first.
+  double low = points.front().remaining;
+  double high = low;
+  std::size_t start = 0;
+  for (std::size_t index = 1; index < points.size(); ++index) {
+    // After a fall (the previous point is below the highest): a series that only
+    // rises (a disk being emptied file by file) is a trend, not a jump.
+    const double previous = points[index - 1].remaining;
+    const double rise = points[index].remaining - previous;
+    if (rise > 0 && previous < high && rise > fraction * (high - low)) {
+      start = index;
+      low = high = points[index].remaining;
+      continue;
+    }
+    low = std::min(low, points[index].remaining);
+    high = std::max(high, points[index].remaining);
+  }
+  return start;
+}
+
+/// Clears the ETA of an estimate whose writes stopped (FillOptions::stall_fraction).
+void clear_if_stalled(std::span<const SeriesPoint> points, const FillOptions& options,
+                      FillEstimate& estimate) {
+  if (options.stall_fraction <= 0 || !estimate.eta_seconds || !estimate.rate) return;
+  if (points.back().remaining <= 0) return;  // full: "0s" is not stale
+  std::size_t last_fall = points.size();
+  for (std::size_t index = points.size() - 1; index > 0; --index) {
+    if (points[index].remaining < points[index - 1].remaining) {
+      last_fall = index;
+      break;
+    }
+  }
+  if (last_fall >= points.size() - 1) return;  // still falling at the newest point
+  const double since = points.back().seconds - points[last_fall].seconds;
+  // The trend as it was when the writes stopped: the window's own rate decays as flat
+  // points pile up, and measured against it the stall would end again by itself.
+  const FillEstimate then = fit(points.first(last_fall + 1), options).estimate;
+  const double rate = then.rate && *then.rate < 0 ? *then.rate : *estimate.rate;
+  const double eta_then = std::max(0.0, points[last_fall].remaining) / -rate;
+  if (since < options.stall_fraction * eta_then) return;
+  estimate.eta_seconds.reset();
+  estimate.rate = 0.0;
+  estimate.stalled = true;
+}
+
+FillEstimate trend(std::span<const SeriesPoint> points, const FillOptions& options);
+
+}  // namespace
+
 FillEstimate fill_eta(std::span<const SeriesPoint> points, const FillOptions& options) {
+  const std::size_t start = after_last_jump(points, options.jump_fraction);
+  FillEstimate estimate = trend(points.subspan(start), options);
+  estimate.restarted = start > 0;
+  clear_if_stalled(points.subspan(start), options, estimate);
+  return estimate;
+}
+
+namespace {
+
+/// The whole window's estimate, or the recent span's when the rate changed.
+FillEstimate trend(std::span<const SeriesPoint> points, const FillOptions& options) {
   FillEstimate whole = fit(points, options).estimate;
   if (options.recent_seconds <= 0) return whole;
   // Split at the start of the recent span: the head and the tail share that point.
@@ -147,5 +213,7 @@ FillEstimate fill_eta(std::span<const SeriesPoint> points, const FillOptions& op
   recent.estimate.recent = true;
   return recent.estimate;
 }
+
+}  // namespace
 
 }  // namespace headroom

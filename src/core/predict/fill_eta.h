@@ -46,6 +46,17 @@ struct FillOptions {
   double recent_seconds = 0;
   double recent_falling = 0.9;
   double recent_factor = 1.5;
+  /// Space freed at once (a rise between two points of more than this share of the
+  /// range the points before it spanned: a disk emptied, old checkpoints deleted) starts
+  /// the series over from the rise: the points before it describe a disk that no longer
+  /// exists, and their slopes would keep an ETA of minutes on an empty disk. 0: off.
+  double jump_fraction = 0.5;
+  /// The writes stopped: when nothing was consumed since the last fall for at least
+  /// this share of the time-to-full predicted then, the trend is contradicted (at 1:
+  /// the disk would be full by now), and no ETA is published ("full in 5s" must not
+  /// stay for minutes). A pause shorter than the ETA (a writer between checkpoints)
+  /// keeps it, and so does a full disk (nothing left is not a stale "full in 0s"). 0: off.
+  double stall_fraction = 1.0;
 };
 
 /// The estimate for one series.
@@ -61,6 +72,10 @@ struct FillEstimate {
   /// The estimate is from the newest `FillOptions::recent_seconds` only: the disk
   /// (or memory) fills faster now than over the window.
   bool recent = false;
+  /// The writes stopped (FillOptions::stall_fraction): `rate` is 0 and there is no ETA.
+  bool stalled = false;
+  /// The series restarted after space was freed at once (FillOptions::jump_fraction).
+  bool restarted = false;
 };
 
 /// The Theil-Sen slope (median of pairwise slopes) of `points`, which must be

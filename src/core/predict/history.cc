@@ -31,6 +31,7 @@ void History::add(const Sample& sample) {
   if (!origin_) origin_ = sample.monotonic;
   const double seconds = std::chrono::duration<double>(sample.monotonic - *origin_).count();
   for (const FilesystemSample& filesystem : sample.filesystems) {
+    if (filesystem.stuck) continue;  // a hung mount: its trend resumes when it answers
     if (!filesystem.ok) {
       // A vanished or unmounted path has no trend; start over when it returns.
       series_.erase(filesystem.path);

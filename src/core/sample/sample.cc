@@ -48,22 +48,31 @@ const ProbeStatus* Sample::probe(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(const Context& context,
-                                                                    const SampleOptions& options) {
-  std::vector<std::pair<std::filesystem::path, FsRole>> paths;
-  std::set<std::string> seen;
-  const auto add = [&](const std::filesystem::path& path, FsRole role) {
-    const std::filesystem::path normal = path.lexically_normal();
-    if (seen.insert(normal.string()).second) paths.emplace_back(normal, role);
+std::vector<WatchedPath> watched_paths(const Context& context, const SampleOptions& options) {
+  std::vector<WatchedPath> paths;
+  std::map<std::string, std::size_t> seen;
+  const auto add = [&](const std::filesystem::path& path, FsRole role, bool expect_mount) {
+    std::filesystem::path normal = path.lexically_normal();
+    // "X/" is X: one row, one series (lexically_normal keeps the trailing separator).
+    if (!normal.has_filename() && normal != normal.root_path()) normal = normal.parent_path();
+    const auto [at, added] = seen.emplace(normal.string(), paths.size());
+    if (added) {
+      paths.push_back({normal, role, expect_mount});
+    } else {
+      paths[at->second].expect_mount |= expect_mount;
+    }
   };
-  for (const std::filesystem::path& dir : options.dirs) {
-    add(dir.is_absolute() ? dir : context.working_directory / dir, FsRole::kDir);
-  }
+  const auto absolute = [&](const std::filesystem::path& dir) {
+    return dir.is_absolute() ? dir : context.working_directory / dir;
+  };
+  for (const std::filesystem::path& dir : options.mounts) add(absolute(dir), FsRole::kDir, true);
+  for (const std::filesystem::path& dir : options.dirs) add(absolute(dir), FsRole::kDir, false);
   if (options.temp_dir) {
     const auto tmpdir = context.env("TMPDIR");
-    add(tmpdir && tmpdir->front() == '/' ? std::filesystem::path(*tmpdir) : "/tmp", FsRole::kTemp);
+    add(tmpdir && tmpdir->front() == '/' ? std::filesystem::path(*tmpdir) : "/tmp", FsRole::kTemp,
+        false);
   }
-  if (options.shm) add(context.root.display(context.root.dev("shm")), FsRole::kShm);
+  if (options.shm) add(context.root.display(context.root.dev("shm")), FsRole::kShm, false);
   return paths;
 }
 
@@ -76,11 +85,14 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
   // One mount table serves the filesystem and cgroup probes.
   MountTable own_mounts;
   const auto mounts = (memo != nullptr ? memo->mounts : own_mounts).current(context);
-  sample_filesystems(context, watched_paths(context, options), mounts, sample);
+  SampleMemo own_memo;
+  sample_filesystems(context, watched_paths(context, options), mounts, options.probe_timeout,
+                     memo != nullptr ? memo->stuck : own_memo.stuck, sample);
   sample_memory(context, sample);
   sample_pressure(context, sample);
   sample_cgroup(context, mounts ? *mounts : nullptr, sample);
   sample_vmstat(context, sample);
+  sample_oom_victims(context, memo, sample);
   sample_fds(context, options, sample);
   if (options.shm && options.shm_stale) sample_shm_stale(context, options, memo, sample);
   return sample;

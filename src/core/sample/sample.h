@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +37,14 @@ struct FilesystemSample {
   std::string mountpoint;  ///< empty when the path could not be resolved
   std::string fstype;
   std::string device;  ///< "major:minor" of the mount, identifies the filesystem
-  bool ok = false;     ///< false: the path vanished or statvfs failed; see `error`
+  std::string source;  ///< the mount's source ("/dev/sda1"): node_exporter's `device` label
+  bool ok = false;     ///< false: the path vanished, statvfs failed or hangs; see `error`
+  /// statfs (or the path lookup) did not answer within SampleOptions::probe_timeout: a
+  /// hung NFS server or FUSE daemon. `mountpoint` is then the lexical guess.
+  bool stuck = false;
+  /// Configured as a mount point (SampleOptions::mounts); `is_mount` says whether it is one.
+  bool expect_mount = false;
+  bool is_mount = false;  ///< the path is the mount point of its filesystem
   std::string error;
   std::uint64_t total_bytes = 0;
   std::uint64_t free_bytes = 0;   ///< f_bfree: includes the blocks reserved for root
@@ -85,6 +94,14 @@ struct FdSample {
   bool system = false;
 };
 
+/// A process the OOM killer took since the previous sample (from the kernel log).
+struct OomVictim {
+  std::int64_t pid = 0;
+  std::string comm;    ///< e.g. "python3"
+  std::string cgroup;  ///< the killed task's memory cgroup ("" when the log does not say)
+  std::uint64_t rss_bytes = 0;
+};
+
 /// How one probe went in this sample: exported as headroom_probe_success and
 /// headroom_probe_duration_seconds.
 struct ProbeStatus {
@@ -105,8 +122,14 @@ struct Sample {
   std::optional<PressureSample> pressure;
   std::optional<CgroupSample> cgroup;
   std::optional<std::uint64_t> system_oom_kills;  ///< /proc/vmstat oom_kill (Linux 4.13+)
+  /// The newest kills when a counter grew since the last sample (with a SampleMemo), newest
+  /// last; empty when none or the kernel log cannot be read (dmesg_restrict, no root).
+  std::vector<OomVictim> oom_victims;
   std::optional<FdSample> fds;
-  std::optional<std::uint64_t> shm_stale_bytes;  ///< /dev/shm files no process has open or mapped
+  std::optional<std::uint64_t> shm_stale_bytes;  ///< /dev/shm files proven held by no process
+  /// /dev/shm files with no holder seen, where not every process that might hold them
+  /// could be inspected (run unprivileged): neither stale nor in use.
+  std::optional<std::uint64_t> shm_unknown_bytes;
   std::vector<ProbeStatus> probes;
 
   /// The probe status of `probe`, or nullptr when it did not run.
@@ -121,8 +144,15 @@ struct SampleOptions {
   /// Watched dirs (checkpoints, logs, caches), host paths. Missing dirs are
   /// reported in their FilesystemSample, not an error.
   std::vector<std::filesystem::path> dirs;
+  /// Dirs that must be mount points (a data disk): watched as dirs, and an alert when one
+  /// is not (unmounted: the job would write to the disk below).
+  std::vector<std::filesystem::path> mounts;
   bool temp_dir = true;  ///< $TMPDIR, else /tmp
-  bool shm = true;       ///< /dev/shm
+  /// Each filesystem's statfs runs off the sampling thread; one that has not answered in
+  /// this long is reported stuck (and not asked again until it answers), and the sample
+  /// goes on without it: one hung NFS or FUSE mount must not freeze every metric.
+  std::chrono::milliseconds probe_timeout{2000};
+  bool shm = true;  ///< /dev/shm
   /// Scanning /proc/*/fd and maps for stale shm costs the most; off by default
   /// in tight loops. A file counts as stale only when older than this.
   bool shm_stale = true;
@@ -136,6 +166,9 @@ struct SampleOptions {
   bool process_fds = true;
 };
 
+/// A statfs probe on a thread of its own (sample/filesystems.cc).
+struct PendingStatfs;
+
 /// What one sample leaves for the next so that a long watch stays cheap: the
 /// mount table (re-read only after a mount or unmount), and the verdicts of
 /// the last stale-/dev/shm scan (a walk of every process's fds and maps, ~10 ms
@@ -144,13 +177,21 @@ struct SampleOptions {
 /// such a change goes unseen.
 struct SampleMemo {
   MountTable mounts;
+  /// statfs probes that did not answer in time, by mount point: still running on
+  /// their own threads, and not started again until they answer.
+  std::map<std::string, std::shared_ptr<PendingStatfs>> stuck;
   OpenFiles files;  ///< meminfo, PSI, vmstat, cgroup files: kept open, read from offset 0
   struct ShmFile {
     FileId id;
     std::uint64_t bytes = 0;
-    bool stale = false;
+    bool stale = false;    ///< proven held by nobody
+    bool unknown = false;  ///< no holder seen, but not every possible holder could be
+    std::filesystem::path path;
   };
   std::vector<ShmFile> shm_files;  ///< the candidates of the last scan, sorted by id
+  /// The OOM-kill counters of the last sample: a growth sends us to the kernel log.
+  std::optional<std::uint64_t> system_oom_kills;
+  std::optional<std::uint64_t> cgroup_oom_kills;
   std::optional<std::chrono::steady_clock::time_point> shm_scanned;
 };
 
@@ -160,9 +201,16 @@ struct SampleMemo {
 [[nodiscard]] Result<Sample> take_sample(const Context& context, const SampleOptions& options,
                                          SampleMemo* memo = nullptr);
 
-/// The paths watched, in order, with their roles: dirs, then the temp dir, then /dev/shm,
-/// duplicates (same path) dropped.
-[[nodiscard]] std::vector<std::pair<std::filesystem::path, FsRole>> watched_paths(
-    const Context& context, const SampleOptions& options);
+/// A path `watch` measures.
+struct WatchedPath {
+  std::filesystem::path path;  ///< host path, normalized
+  FsRole role = FsRole::kDir;
+  bool expect_mount = false;  ///< listed in SampleOptions::mounts
+};
+
+/// The paths watched, in order, with their roles: mounts and dirs, then the temp dir,
+/// then /dev/shm, duplicates (same path, "X/" is X) dropped.
+[[nodiscard]] std::vector<WatchedPath> watched_paths(const Context& context,
+                                                     const SampleOptions& options);
 
 }  // namespace headroom

@@ -10,10 +10,14 @@
 
 namespace headroom {
 
-/// statvfs + the mount of every watched path ("filesystem" probe).
-void sample_filesystems(const Context& context,
-                        const std::vector<std::pair<std::filesystem::path, FsRole>>& paths,
-                        const Result<const std::vector<MountEntry>*>& mounts, Sample& sample);
+/// statvfs + the mount of every watched path ("filesystem" probe), each filesystem on a
+/// thread of its own: one that has not answered within `timeout` is reported stuck and
+/// kept in `stuck` (by mount point) until it answers, never asked twice at once.
+void sample_filesystems(const Context& context, const std::vector<WatchedPath>& paths,
+                        const Result<const std::vector<MountEntry>*>& mounts,
+                        std::chrono::milliseconds timeout,
+                        std::map<std::string, std::shared_ptr<PendingStatfs>>& stuck,
+                        Sample& sample);
 /// /proc/meminfo ("meminfo").
 void sample_memory(const Context& context, Sample& sample);
 /// /proc/pressure/memory ("pressure"); a kernel without PSI is a failed probe.
@@ -23,6 +27,9 @@ void sample_pressure(const Context& context, Sample& sample);
 void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample);
 /// /proc/vmstat oom_kill ("vmstat").
 void sample_vmstat(const Context& context, Sample& sample);
+/// The victims of the OOM kills since the last sample, from the kernel log, when a
+/// counter grew ("oom_victims"; runs only then).
+void sample_oom_victims(const Context& context, SampleMemo* memo, Sample& sample);
 /// Entries of /proc/<pid>/fd against RLIMIT_NOFILE, or the system's file-nr
 /// against fs.file-max ("fds").
 void sample_fds(const Context& context, const SampleOptions& options, Sample& sample);

@@ -1,13 +1,15 @@
 // The "shm_stale" probe: bytes of /dev/shm files that no process holds open
-// or mapped and that are older than a minimum age. They are what a crashed
-// DataLoader or NCCL leaves behind (torch_shm_*, nccl-*), and they fill the
-// tmpfs just as live segments do. Uses the in-use index (fds and maps of
-// every readable process) that `who` and `clean` share.
+// or mapped and that are older than a minimum age, and bytes not proven either
+// way (stale_proof.h: an unprivileged watch cannot see another user's holders). They are what a
+// crashed DataLoader or NCCL leaves behind (torch_shm_*, nccl-*), and they fill the tmpfs just as
+// live segments do. Uses the in-use index (fds and maps of every readable process) that `who` and
+// `clean` share.
 
 #include <sys/stat.h>
 
 #include <algorithm>
 
+#include "core/inuse/stale_proof.h"
 #include "core/sample/sample_probes.h"
 
 namespace headroom {
@@ -30,7 +32,8 @@ Result<std::vector<ShmFile>> candidates(const std::filesystem::path& shm,
     if (::lstat(entry->path().c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
     if (now - info.st_mtime < options.shm_stale_min_age.count()) continue;
     // tmpfs files are often sparse: count the pages they hold, not st_size.
-    files.push_back({file_id_of(info), static_cast<std::uint64_t>(info.st_blocks) * 512, false});
+    files.push_back({file_id_of(info), static_cast<std::uint64_t>(info.st_blocks) * 512, false,
+                     false, entry->path()});
   }
   if (error) return fail(Error::from_errno(error.value(), shm.string()));
   std::sort(files.begin(), files.end(),
@@ -52,6 +55,7 @@ bool reuse_verdicts(const SampleMemo& memo, const SampleOptions& options,
       return false;
     }
     file.stale = known->stale;
+    file.unknown = known->unknown;
   }
   return true;
 }
@@ -74,14 +78,26 @@ void sample_shm_stale(const Context& context, const SampleOptions& options, Samp
       scan.include_sysv = false;
       const auto index = scan_in_use(context, scan);
       if (!index) return fail(index.error());
-      for (ShmFile& file : *files) file.stale = !index->is_held(file.id);
+      const bool saw_everyone = saw_every_holder(context, *index);
+      for (ShmFile& file : *files) {
+        file.stale = file.unknown = false;
+        if (index->is_held(file.id)) continue;
+        const Unheld verdict = prove_unheld(file.path, saw_everyone);
+        file.stale = verdict == Unheld::kStale;
+        file.unknown = verdict == Unheld::kUnknown;
+      }
     }
     if (memo != nullptr && !reused) {
       memo->shm_scanned = sample.monotonic;
     }
     std::uint64_t stale = 0;
-    for (const ShmFile& file : *files) stale += file.stale ? file.bytes : 0;
+    std::uint64_t unknown = 0;
+    for (const ShmFile& file : *files) {
+      stale += file.stale ? file.bytes : 0;
+      unknown += file.unknown ? file.bytes : 0;
+    }
     sample.shm_stale_bytes = stale;
+    sample.shm_unknown_bytes = unknown;
     if (memo != nullptr) memo->shm_files = std::move(*files);
     return {};
   });

@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/probes/cgroup.h"
 #include "core/probes/file_nr.h"
+#include "core/probes/kmsg.h"
 #include "core/probes/meminfo.h"
 #include "core/probes/pressure.h"
 #include "core/sample/sample_probes.h"
@@ -53,6 +56,37 @@ void sample_vmstat(const Context& context, Sample& sample) {
       }
       sample.system_oom_kills = vmstat.oom_kill;
       return {};
+    });
+  });
+}
+
+void sample_oom_victims(const Context& context, SampleMemo* memo, Sample& sample) {
+  if (memo == nullptr) return;
+  const auto grew = [](const std::optional<std::uint64_t>& before,
+                       const std::optional<std::uint64_t>& now) -> std::uint64_t {
+    return before && now && *now > *before ? *now - *before : 0;
+  };
+  const std::optional<std::uint64_t> cgroup_kills =
+      sample.cgroup ? std::optional(sample.cgroup->oom_kills) : std::nullopt;
+  const std::uint64_t fresh = std::max(grew(memo->system_oom_kills, sample.system_oom_kills),
+                                       grew(memo->cgroup_oom_kills, cgroup_kills));
+  memo->system_oom_kills = sample.system_oom_kills;
+  memo->cgroup_oom_kills = cgroup_kills;
+  if (fresh == 0) return;
+  // Only after a kill: the kernel log is up to a few MiB to read and parse.
+  run_probe(context, sample, "oom_victims", [&]() -> Result<void> {
+    return read_kmsg(context).map([&](const KernelLog& log) {
+      const std::vector<OomEvent> events = parse_oom_events(log.records, log.boot_time);
+      // At most a handful: a storm of kills is named by its newest.
+      constexpr std::uint64_t kShown = 5;
+      const std::size_t take = static_cast<std::size_t>(std::min({fresh, kShown}));
+      for (std::size_t index = events.size() - std::min(take, events.size()); index < events.size();
+           ++index) {
+        const OomEvent& event = events[index];
+        sample.oom_victims.push_back(
+            {event.pid, event.comm,
+             event.task_cgroup.empty() ? event.oom_cgroup : event.task_cgroup, event.rss_bytes()});
+      }
     });
   });
 }

