@@ -24,7 +24,8 @@ def test_systemd_unit_runs_with_its_config_and_names_the_host_in_alert_lines(scr
     argv = shlex.split(exec_start)
     assert argv[0] == "/usr/local/bin/headroom" and "--config" in argv
     assert re.search(r"^ExecReload=/bin/kill -HUP \$MAINPID$", unit, re.M)
-    assert "ReadWritePaths=/var/log/headroom" in unit  # where the shipped jsonl sink writes
+    assert "ReadWritePaths=/var/log/headroom /var/lib/headroom" in unit  # jsonl, state_file
+    assert "StateDirectory=headroom" in unit
     config = DEPLOY / "systemd" / "watch.toml"
     argv = [HEADROOM] + argv[1:]
     argv[argv.index("--config") + 1] = str(config)
@@ -32,6 +33,7 @@ def test_systemd_unit_runs_with_its_config_and_names_the_host_in_alert_lines(scr
     # Its dirs (/data/checkpoints, /data/logs) do not exist here: reported, not fatal.
     result = in_namespace(f'''
         mount -t tmpfs tmpfs /var/log && mkdir /var/log/headroom
+        mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/headroom  # StateDirectory
         rc=0
         {shlex.join(argv)} --once --json --listen 127.0.0.1:{free_port()} >"$OUT/sample.json" || rc=$?
         echo "rc=$rc" >"$OUT/rc"
@@ -46,6 +48,7 @@ def test_systemd_unit_runs_with_its_config_and_names_the_host_in_alert_lines(scr
     assert {e["rule"] for e in events} >= {"path_missing"}, events
     assert all(e["host"] == os.uname().nodename for e in events), events
     assert "headroom: FIRING warn path_missing /data/checkpoints:" in result.stderr
+    assert "cannot save" not in result.stderr, result.stderr
 
 
 def test_daemonset_args_and_configmap_run_and_name_the_node(scratch: Path):
@@ -72,7 +75,13 @@ def test_daemonset_args_and_configmap_run_and_name_the_node(scratch: Path):
     text = configmap["data"]["watch.toml"]
     assert 'oom_scope = "system"' in text  # a node agent: the jobs are in other cgroups
     assert 'listen = "0.0.0.0:9840"' in text  # the pod IP; the test overrides it with loopback
+    # The pod's volumes for the state and pid files: private tmpfs mounts here.
+    assert 'state_file = "/var/lib/headroom/alerts.json"' in text
+    assert 'pid_file = "/run/headroom/watch.pid"' in text
+    volumes = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/var/lib/headroom", "/run/headroom"} <= volumes, volumes
     result = in_namespace(f'''
+        for dir in /var/lib /run; do mount -t tmpfs tmpfs $dir && mkdir $dir/headroom; done
         {shlex.join([HEADROOM] + args)} --once --json --listen 127.0.0.1:{port} --jsonl "$OUT/alerts.jsonl"
     ''', env={"OUT": str(scratch)})
     assert result.returncode == 1, result.stderr  # /data/checkpoints is missing here: an alert
