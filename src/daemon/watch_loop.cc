@@ -148,11 +148,12 @@ Result<Listening> listen_on(const std::string& address,
     // civetweb gives each connection a worker thread until its request has come in
     // or request_timeout_ms passed (30 s by default): with one thread, one idle or
     // slow client (a port scanner, a half-open connection) blocked every scrape for
-    // 30 s. So a few threads (Prometheus scrapes one at a time; an idle thread costs
-    // a stack mapping, not memory), and a request that has not arrived in 2 s is dropped.
+    // 30 s; with 4, four of them delayed it by 2 s, sixteen by 8 s. So 16 threads
+    // (Prometheus scrapes one at a time; an idle thread costs a stack mapping, not
+    // memory), and a request that has not arrived in 2 s is dropped.
     Listening listening{
         std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-            "listening_ports", *parsed, "num_threads", "4", "request_timeout_ms", "2000"}),
+            "listening_ports", *parsed, "num_threads", "16", "request_timeout_ms", "2000"}),
         *parsed};
     listening.exposer->RegisterCollectable(collector);
     const std::vector<int> ports = listening.exposer->GetListeningPorts();

@@ -9,19 +9,23 @@ Used by tests/integration/test_watch_alertmanager.py (scaled down, in the
 suite) and bench/watch-e2e/run (the shipped settings; docs/watch.md)."""
 from __future__ import annotations
 
-import os
+import json
 import re
 import shutil
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import HEADROOM, PYTHON, REPO
+import yaml
+
+from conftest import REPO
 from watch_helpers import WebhookReceiver, free_port, start_in_namespace, wait_for
 
 RULES = REPO / "deploy" / "prometheus" / "headroom.rules.yml"
+ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 
 
 @dataclass
@@ -32,8 +36,10 @@ class Settings:
     scrape: str = "15s"            # Prometheus scrape_interval
     evaluation: str = "30s"        # Prometheus evaluation_interval (the rules' group: 30s)
     rule_for: str | None = None    # replaces HeadroomFilesystemFillingUp's `for` (None: shipped 1m)
-    group_wait: str = "10s"        # Alertmanager's route for critical alerts (shipped)
-    group_interval: str = "5m"
+    # Alertmanager: deploy/alertmanager/alertmanager.yml as shipped, its receivers
+    # pointed at the test's webhook; these replace its routes' timings when set.
+    group_wait: str | None = None
+    group_interval: str | None = None
     size_mib: int = 1024           # the tmpfs
     steady_seconds: float = 120    # nothing written before the fill
     fill_seconds: float = 600      # from empty to full at a fixed rate
@@ -51,6 +57,8 @@ class Measurement:
     resolved: float | None = None       # ... and resolved
     daemon_page: float | None = None    # headroom's own webhook: filesystem_fill_eta firing
     daemon_resolved: float | None = None
+    prometheus_firing: float | None = None    # Prometheus's rule state: first evaluation firing
+    prometheus_resolved: float | None = None  # ... first evaluation no longer firing after that
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -67,8 +75,12 @@ mount -t tmpfs -o size="${SIZE_MIB}m" headroom-e2e "$MNT"
 "$HEADROOM" watch --listen "127.0.0.1:$PORT" --interval "$INTERVAL" --window "$WINDOW" \
     --dir "$MNT" --no-shm-stale --repeat 0 --webhook "$HOOK" 2>"$OUT/watch.err" &
 watch=$!
-"$PY" -c "$WRITER" "$MNT" "$OUT/times"
+"$PY" -c "$WRITER" "$MNT" "$OUT/times" &
+writer=$!
+# Stopped early (the harness interrupted): take the watch and the writer along.
+trap 'kill $watch $writer 2>/dev/null || true; exit 143' TERM INT
 while [ ! -e "$OUT/done" ]; do sleep 0.2; done
+wait $writer
 kill -TERM $watch
 wait $watch
 '''
@@ -120,6 +132,44 @@ def _rules(settings: Settings, path: Path) -> None:
     path.write_text(text)
 
 
+def _alertmanager(settings: Settings, hook: str, path: Path) -> None:
+    """The shipped config, every receiver paging `hook`, timings replaced when set."""
+    config = yaml.safe_load(ALERTMANAGER.read_text())
+    for receiver in config["receivers"]:
+        for webhook in receiver.get("webhook_configs", []):
+            webhook["url"] = hook
+            webhook["send_resolved"] = True
+
+    def retime(route: dict) -> None:
+        for key in ("group_wait", "group_interval"):
+            if getattr(settings, key) is not None and (key in route or route is config["route"]):
+                route[key] = getattr(settings, key)
+        for child in route.get("routes", []):
+            retime(child)
+    retime(config["route"])
+    path.write_text(yaml.safe_dump(config))
+
+
+def _prometheus_alert_times(prom_port: int, start: float, end: float) -> tuple[float | None,
+                                                                             float | None]:
+    """When Prometheus's HeadroomFilesystemFillingUp first fired, and when it stopped."""
+    query = urllib.parse.urlencode({
+        "query": 'ALERTS{alertname="HeadroomFilesystemFillingUp",alertstate="firing"}',
+        "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "1"})
+    url = f"http://127.0.0.1:{prom_port}/api/v1/query_range?{query}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        result = json.loads(response.read())["data"]["result"]
+    times = sorted(float(at) for series in result for at, _ in series["values"])
+    if not times:
+        return None, None
+    # Prometheus ends ALERTS with a stale marker when the alert resolves: at a step of
+    # 1 s, the first step without it (after the first run of firing steps) is then.
+    stopped = next((a + 1 for a, b in zip(times, times[1:]) if b - a > 1.5), None)
+    if stopped is None and times[-1] + 1 < end:
+        stopped = times[-1] + 1
+    return times[0], stopped
+
+
 def _ready(url: str) -> bool:
     try:
         urllib.request.urlopen(url, timeout=1)
@@ -142,12 +192,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
     log = open(scratch / "stack.log", "w")
     offset = time.time() - time.monotonic()  # the receiver stamps monotonic times
     with WebhookReceiver() as hook:
-        (scratch / "alertmanager.yml").write_text(
-            "route:\n  receiver: oncall\n  group_by: [alertname, instance, mountpoint]\n"
-            f"  group_wait: {settings.group_wait}\n  group_interval: {settings.group_interval}\n"
-            "  repeat_interval: 24h\n"
-            f"receivers:\n  - name: oncall\n    webhook_configs:\n"
-            f"      - url: {hook.base}/alertmanager\n        send_resolved: true\n")
+        _alertmanager(settings, f"{hook.base}/alertmanager", scratch / "alertmanager.yml")
         (scratch / "prometheus.yml").write_text(
             f"global:\n  scrape_interval: {settings.scrape}\n"
             f"  evaluation_interval: {settings.evaluation}\n"
@@ -188,6 +233,10 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
                 wait_for(resolved, settings.linger_seconds, "Alertmanager's resolution")
             except AssertionError:
                 result.notes.append(f"no resolution within {settings.linger_seconds} s")
+            started = float((scratch / "times").read_text().split()[1])
+            time.sleep(2 * _duration(settings.evaluation))  # its resolution is in the TSDB
+            result.prometheus_firing, result.prometheus_resolved = _prometheus_alert_times(
+                prom_port, started - settings.steady_seconds, time.time())
             (scratch / "done").touch()
             watch.wait(timeout=30)
         finally:
@@ -201,7 +250,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
             what, at = line.split()
             setattr(result, what, float(at))
         for body, when, _ in hook.on("/alertmanager"):
-            payload = __import__("json").loads(body)
+            payload = json.loads(body)
             if not _fill_alert(payload):
                 continue
             if payload["status"] == "firing" and result.page is None:
@@ -209,7 +258,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
             if payload["status"] == "resolved" and result.resolved is None:
                 result.resolved = when + offset
         for body, when, _ in hook.on("/headroom"):
-            event = __import__("json").loads(body)
+            event = json.loads(body)
             if event["rule"] != "filesystem_fill_eta":
                 continue
             if event["kind"] == "firing" and result.daemon_page is None:
@@ -220,7 +269,6 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
 
 
 def _payloads(hook: WebhookReceiver, path: str) -> list[dict]:
-    import json
     return [json.loads(body) for body, _, _ in hook.on(path)]
 
 
@@ -235,6 +283,8 @@ def describe(m: Measurement) -> str:
     return (f"fill started {m.fill_started:.0f}, full after {m.full - m.fill_started:.1f} s; "
             f"Alertmanager page {since(m.page, m.full)} from full, "
             f"headroom's own webhook {since(m.daemon_page, m.full)}; "
+            f"Prometheus firing {since(m.prometheus_firing, m.full)} from full; "
             f"resolved {since(m.resolved, m.freed)} after freeing "
-            f"(headroom's own {since(m.daemon_resolved, m.freed)})"
+            f"(headroom's own {since(m.daemon_resolved, m.freed)}, "
+            f"Prometheus's {since(m.prometheus_resolved, m.freed)})"
             + ("; " + "; ".join(m.notes) if m.notes else ""))

@@ -40,18 +40,31 @@ def test_idle_and_slow_clients_do_not_block_scrapes(headroom: str):
     idle: list[socket.socket] = []
     try:
         wait_for(lambda: _serving(port), 10, "the first scrape")
-        # One connection that never sends a request, one that sends half of one.
-        for partial in (b"", b"GET /metrics HTTP/1.1\r\nHost: x\r\n"):
+        # Connections that never send a request and ones that send half of one: a
+        # port scanner, half-open connections (4 used to delay a scrape by 2 s, 16
+        # by 8 s; 1 by 30 s before that).
+        for partial in (b"", b"GET /metrics HTTP/1.1\r\nHost: x\r\n") * 4:
             sock = socket.create_connection(("127.0.0.1", port), timeout=5)
             sock.sendall(partial)
             idle.append(sock)
-        time.sleep(0.2)  # both are in the server's hands now
+        time.sleep(0.2)  # all are in the server's hands now
         for _ in range(3):
             started = time.monotonic()
             body = _scrape(port, 10)
             took = time.monotonic() - started
             assert b"headroom_samples_total" in body
-            assert took < 1.0, f"a scrape waited {took:.1f}s behind an idle connection"
+            assert took < 1.0, f"a scrape waited {took:.1f}s behind idle connections"
+        # And the server lets go of them: a request that has not come in 2 s is dropped.
+        deadline = time.monotonic() + 4.0
+        for sock in idle:
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                while sock.recv(4096):  # an error page, if any, then the close
+                    pass
+            except ConnectionResetError:
+                pass
+            except TimeoutError:
+                pytest.fail("an idle connection was still open after 4 s")
     finally:
         for sock in idle:
             sock.close()
