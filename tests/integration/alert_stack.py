@@ -150,11 +150,13 @@ def _alertmanager(settings: Settings, hook: str, path: Path) -> None:
     path.write_text(yaml.safe_dump(config))
 
 
-def _prometheus_alert_times(prom_port: int, start: float, end: float) -> tuple[float | None,
-                                                                             float | None]:
-    """When Prometheus's HeadroomFilesystemFillingUp first fired, and when it stopped."""
+def _prometheus_alert_times(prom_port: int, path: Path, start: float,
+                            end: float) -> tuple[float | None, float | None]:
+    """When Prometheus's HeadroomFilesystemFillingUp for `path` first fired, and when it
+    stopped."""
     query = urllib.parse.urlencode({
-        "query": 'ALERTS{alertname="HeadroomFilesystemFillingUp",alertstate="firing"}',
+        "query": f'ALERTS{{alertname="HeadroomFilesystemFillingUp",alertstate="firing",'
+                 f'path="{path}"}}',
         "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "1"})
     url = f"http://127.0.0.1:{prom_port}/api/v1/query_range?{query}"
     with urllib.request.urlopen(url, timeout=10) as response:
@@ -226,7 +228,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
                      "the writer to fill and free the tmpfs")
 
             def resolved() -> bool:
-                return any(p["status"] == "resolved" and _fill_alert(p)
+                return any(p["status"] == "resolved" and _fill_alert(p, mnt)
                            for p in _payloads(hook, "/alertmanager"))
 
             try:
@@ -236,7 +238,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
             started = float((scratch / "times").read_text().split()[1])
             time.sleep(2 * _duration(settings.evaluation))  # its resolution is in the TSDB
             result.prometheus_firing, result.prometheus_resolved = _prometheus_alert_times(
-                prom_port, started - settings.steady_seconds, time.time())
+                prom_port, mnt, started - settings.steady_seconds, time.time())
             (scratch / "done").touch()
             watch.wait(timeout=30)
         finally:
@@ -251,7 +253,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
             setattr(result, what, float(at))
         for body, when, _ in hook.on("/alertmanager"):
             payload = json.loads(body)
-            if not _fill_alert(payload):
+            if not _fill_alert(payload, mnt):
                 continue
             if payload["status"] == "firing" and result.page is None:
                 result.page = when + offset
@@ -259,7 +261,7 @@ def measure(scratch: Path, settings: Settings) -> Measurement:
                 result.resolved = when + offset
         for body, when, _ in hook.on("/headroom"):
             event = json.loads(body)
-            if event["rule"] != "filesystem_fill_eta":
+            if event["rule"] != "filesystem_fill_eta" or event["subject"] != str(mnt):
                 continue
             if event["kind"] == "firing" and result.daemon_page is None:
                 result.daemon_page = when + offset
@@ -272,9 +274,11 @@ def _payloads(hook: WebhookReceiver, path: str) -> list[dict]:
     return [json.loads(body) for body, _, _ in hook.on(path)]
 
 
-def _fill_alert(payload: dict) -> bool:
-    return any(a["labels"].get("alertname") == "HeadroomFilesystemFillingUp"
-               for a in payload.get("alerts", []))
+def _fill_alert(payload: dict, path: Path) -> bool:
+    """An Alertmanager notification of the tmpfs's HeadroomFilesystemFillingUp (not of
+    /tmp or /dev/shm, which watch also watches and other jobs on the host may fill)."""
+    return any(a["labels"].get("alertname") == "HeadroomFilesystemFillingUp" and
+               a["labels"].get("path") == str(path) for a in payload.get("alerts", []))
 
 
 def describe(m: Measurement) -> str:

@@ -14,7 +14,6 @@
 #include <span>
 
 #include "core/checks/check.h"
-#include "core/inuse/stale_proof.h"
 #include "core/reclaim/shm_survey.h"
 #include "core/units.h"
 
@@ -57,18 +56,15 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
   std::uint64_t reclaimable_bytes = 0;  // names `clean --shm` knows
   std::map<std::string, std::uint64_t> stale_by_pattern;
   // No holder seen is not proof when some process could not be inspected (another
-  // user's, run unprivileged): such a segment is unknown, not stale (stale_proof.h).
-  const bool saw_everyone = saw_every_holder(context, survey->index);
+  // user's, run unprivileged): such a segment is unknown, not stale (use_proof.h).
   std::uint64_t unknown_files = 0;
   std::uint64_t unknown_bytes = 0;
   for (const ShmEntry& entry : survey->entries) {
-    if (!stale(entry)) continue;
-    const Unheld verdict = prove_unheld(context.root.dev("shm") / entry.name, saw_everyone);
-    if (verdict == Unheld::kUnknown) {
+    if (use_unknown(entry)) {
       ++unknown_files;
       unknown_bytes += entry.allocated_bytes;
     }
-    if (verdict != Unheld::kStale) continue;
+    if (!stale(entry)) continue;
     ++stale_files;
     stale_bytes += entry.allocated_bytes;
     stale_by_pattern[entry.pattern] += entry.allocated_bytes;
@@ -127,7 +123,7 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
         "; {} segment{} ({}) with no holder seen could not be proven unused: other users' "
         "processes could not be inspected (run as root, or as the segments' owner)",
         unknown_files, unknown_files == 1 ? "" : "s", format_bytes(unknown_bytes));
-  } else if (!index.unreadable_pids().empty() && !saw_everyone) {
+  } else if (!index.unreadable_pids().empty() && !survey->visibility.complete()) {
     // As root, what stays unreadable is another user namespace or a sandbox.
     const std::size_t unreadable = index.unreadable_pids().size();
     visibility = fmt::format(" ({} process{} could not be inspected{})", unreadable,

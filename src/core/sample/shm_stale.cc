@@ -1,15 +1,17 @@
-// The "shm_stale" probe: bytes of /dev/shm files that no process holds open
-// or mapped and that are older than a minimum age, and bytes not proven either
-// way (stale_proof.h: an unprivileged watch cannot see another user's holders). They are what a
-// crashed DataLoader or NCCL leaves behind (torch_shm_*, nccl-*), and they fill the tmpfs just as
-// live segments do. Uses the in-use index (fds and maps of every readable process) that `who` and
-// `clean` share.
+// The "shm_stale" probe: bytes of /dev/shm files older than a minimum age that
+// no process holds open or mapped, and bytes with no holder seen that could not be
+// proven unused (an unprivileged watch cannot see another user's holders). The rule
+// is clean's and check's (inuse/use_proof.h). Stale files are what a crashed
+// DataLoader or NCCL leaves behind (torch_shm_*, nccl-*), and they fill the tmpfs
+// just as live segments do.
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 
-#include "core/inuse/stale_proof.h"
+#include "core/inuse/use_proof.h"
 #include "core/sample/sample_probes.h"
 
 namespace headroom {
@@ -78,13 +80,19 @@ void sample_shm_stale(const Context& context, const SampleOptions& options, Samp
       scan.include_sysv = false;
       const auto index = scan_in_use(context, scan);
       if (!index) return fail(index.error());
-      const bool saw_everyone = saw_every_holder(context, *index);
+      const Visibility visibility = visibility_of(context, *index);
       for (ShmFile& file : *files) {
-        file.stale = file.unknown = false;
-        if (index->is_held(file.id)) continue;
-        const Unheld verdict = prove_unheld(file.path, saw_everyone);
-        file.stale = verdict == Unheld::kStale;
-        file.unknown = verdict == Unheld::kUnknown;
+        // A lease is asked for only when the scan could not see everyone: a daemon
+        // that sees every process needs none, and takes none every rescan.
+        UniqueFd fd;
+        int open_errno = 0;
+        if (!visibility.complete() && !index->is_held(file.id)) {
+          fd = open_for_probe(AT_FDCWD, file.path.c_str(), file.id);
+          if (!fd.ok()) open_errno = errno;
+        }
+        const Use use = regular_file_use(*index, visibility, file.id, fd.get(), open_errno).use;
+        file.stale = use == Use::kUnused;
+        file.unknown = use == Use::kUnknown;
       }
     }
     if (memo != nullptr && !reused) {
