@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/supervise/signal_free_thread.h"
 #include "core/supervise/signal_names.h"
 #include "core/units.h"
 
@@ -47,7 +48,7 @@ JobSampler::JobSampler(const Context& context, const SupervisorOptions& options,
       output_moved_(std::chrono::system_clock::now()) {
   watcher_ = std::make_unique<Watcher>(job_context(context, main_pid), options.watch);
   tree_ = std::make_unique<ProcessTreeSampler>(context, ::getpid(), main_pid);
-  thread_ = std::thread([this] { loop(); });
+  thread_ = start_signal_free_thread([this] { loop(); });
 }
 
 JobSampler::~JobSampler() {
