@@ -86,8 +86,23 @@ const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
   return found;
 }
 
+// When the job started: the wall time, and the kernel log's next sequence number
+// then (nullopt when the kernel log could not be read).
+struct JobStart {
+  std::chrono::system_clock::time_point time;
+  std::optional<std::uint64_t> kernel_sequence;
+};
+
+// Read just before the job starts: which kernel records are the job's.
+JobStart mark_start(const Context& context) {
+  JobStart start;
+  if (auto kernel_log = read_kmsg(context)) start.kernel_sequence = next_sequence(*kernel_log);
+  start.time = std::chrono::system_clock::now();
+  return start;
+}
+
 PostmortemInput gather(const Context& context, const SupervisionResult& run,
-                       const CheckOptions& options, std::chrono::system_clock::time_point started) {
+                       const CheckOptions& options, const JobStart& started) {
   PostmortemInput input;
   input.run = &run;
   if (const CgroupSample* first = job_cgroup(run, true))
@@ -107,16 +122,26 @@ PostmortemInput gather(const Context& context, const SupervisionResult& run,
   auto kernel_log = read_kmsg(context);
   if (kernel_log) {
     // The oldest record still in the ring buffer must predate the job, or kills were lost.
-    input.kernel_log_covers_job =
-        kernel_log->boot_time.has_value() &&
-        (kernel_log->records.empty() ||
-         *kernel_log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                      kernel_log->records.front().since_boot) <=
-             started);
-    for (OomEvent& event : parse_oom_events(kernel_log->records, kernel_log->boot_time)) {
-      // Only kills during the job (a second of slack for the kernel clock).
-      if (event.time && *event.time < started - std::chrono::seconds(1)) continue;
-      input.oom_events.push_back(std::move(event));
+    const auto& records = kernel_log->records;
+    if (started.kernel_sequence) {
+      input.kernel_log_covers_job =
+          records.empty() || records.front().sequence <= *started.kernel_sequence;
+    } else {
+      input.kernel_log_covers_job =
+          kernel_log->boot_time.has_value() &&
+          (records.empty() ||
+           *kernel_log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                        records.front().since_boot) <=
+               started.time);
+    }
+    for (OomEvent& event : parse_oom_events(records, kernel_log->boot_time)) {
+      // Only kills during the job: by sequence number, exact (an OOM kill of the
+      // previous job a moment before this one started is not this job's); else by
+      // time, with a second of slack for the kernel's clock.
+      const bool before = started.kernel_sequence
+                              ? event.sequence < *started.kernel_sequence
+                              : event.time && *event.time < started.time - std::chrono::seconds(1);
+      if (!before) input.oom_events.push_back(std::move(event));
     }
   } else {
     input.could_not_see.push_back("kernel log: " + kernel_log.error().message);
@@ -195,17 +220,17 @@ void write_report(const ReportTarget& target, const std::string& text, SinkWrite
 
 int finish(const Context& context, const RunCommand& command, const Globals& globals,
            const CheckOptions& options, const SupervisionResult& run, const Catalog& catalog,
-           std::chrono::system_clock::time_point started, const std::optional<ReportTarget>& report,
-           SinkWriter& err) {
+           const JobStart& started, const std::optional<ReportTarget>& report, SinkWriter& err) {
   err.write(output_notices(run, command));
   PostmortemInput input = gather(context, run, options, started);
+  input.output = output_for_explain(run);
   // Whether the job ended badly does not depend on its output: decide that
   // first, and run explain (over the kept tail only) just for a job that did.
   Postmortem postmortem = build_postmortem(input);
   Diagnosis diagnosis;
   if (postmortem.needed) {
     LogAnalyzer analyzer(catalog);
-    analyzer.feed(output_for_explain(run));
+    analyzer.feed(input.output);
     analyzer.note_exit(WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status))
                                                   : std::nullopt,
                        WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status))
@@ -341,7 +366,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
       err->write("headroom: " + notice + "\n");
     };
 
-    const auto started = std::chrono::system_clock::now();
+    const JobStart started = mark_start(context);
     auto run = supervise(context, supervisor, hooks);
     if (!run) {
       std::cerr << "headroom: cannot run " << command->command.front() << ": "
