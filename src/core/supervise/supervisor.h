@@ -97,6 +97,15 @@ struct SupervisionResult {
   std::map<pid_t, ProcessIdentity> processes;  ///< every process of the tree seen by a sample
   Timeline timeline{1};
   std::optional<Sample> final_host;  ///< one host sample after the job ended (same cgroup only)
+  /// headroom's own memory cgroup's high-water mark (memory.peak, v1 max_usage_in_bytes)
+  /// when the job started and after it ended: a mark that rose was set by the job (or
+  /// whatever else shares the cgroup), and is the kernel's own accounting of its peak.
+  struct CgroupPeak {
+    std::string path;
+    std::optional<std::uint64_t> at_start;
+    std::optional<std::uint64_t> at_end;
+  };
+  std::optional<CgroupPeak> cgroup_peak;
   std::vector<ForwardedSignal> forwarded;
   std::optional<std::string> on_critical;  ///< why the --on-critical signal was sent
   std::optional<Stall> stall;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
 namespace headroom {
@@ -120,6 +121,72 @@ TEST(Postmortem, ARanksExceptionIsQuotedAndTheRankNamed) {
   ASSERT_FALSE(postmortem.log_lines.empty());
   EXPECT_EQ(postmortem.log_lines.front(), "line 7: ValueError: bad label 17 in batch 3");
   EXPECT_EQ(postmortem.summary, "process 1 (pid 102) raised ValueError: bad label 17 in batch 3");
+}
+
+// Issue 20 #13: numbers that do not contradict the verdict.
+struct FilesystemCase {
+  SupervisionResult run;
+  Diagnosis diagnosis;
+  PostmortemInput input;
+
+  FilesystemCase(std::string cause, std::string path, FsRole role, std::uint64_t avail) {
+    run.main_pid = 100;
+    run.wait_status = 1 << 8;
+    run.exit_code = 1;
+    run.exits.push_back({run.main_pid, run.wait_status, {}});
+    JobSample sample;
+    sample.host.emplace();
+    FilesystemSample fs;
+    fs.path = fs.mountpoint = std::move(path);
+    fs.fstype = "tmpfs";
+    fs.role = role;
+    fs.ok = true;
+    fs.total_bytes = 64ULL << 20;
+    fs.free_bytes = fs.avail_bytes = avail;
+    sample.host->filesystems.push_back(fs);
+    run.timeline.add(std::move(sample));
+    Candidate candidate;
+    candidate.cause = std::move(cause);
+    candidate.confidence = Confidence::kHigh;
+    diagnosis.candidates.push_back(candidate);
+    input.run = &run;
+    input.diagnosis = &diagnosis;
+  }
+  [[nodiscard]] std::vector<std::string> evidence_names() const {
+    std::vector<std::string> names;
+    for (const Evidence& evidence : build_postmortem(input).evidence)
+      names.push_back(evidence.name);
+    return names;
+  }
+};
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(Postmortem, AZipRecordNameIsNotAPath) {
+  // torch 1.13: "PytorchStreamWriter failed writing file data/0: file write failed".
+  FilesystemCase job("disk_full", "/ckpt", FsRole::kDir, 0);
+  job.diagnosis.fields.paths = {"data/0"};
+  const Postmortem postmortem = build_postmortem(job.input);
+  for (const Evidence& evidence : postmortem.evidence) {
+    EXPECT_NE(evidence.name, "path") << format_value(evidence);
+  }
+  EXPECT_NE(postmortem.resource.find("/ckpt"), std::string::npos) << postmortem.resource;
+}
+
+TEST(Postmortem, AShmFillTheSamplesMissedIsSaidNotShownAsZero) {
+  // /dev/shm filled and emptied between two samples: never seen below its size.
+  FilesystemCase missed("shm_too_small", "/dev/shm", FsRole::kShm, 64ULL << 20);
+  const auto names = missed.evidence_names();
+  EXPECT_FALSE(has(names, "job_shm_mapped_peak_bytes"));
+  EXPECT_FALSE(has(names, "free_bytes_min"));
+  const Postmortem postmortem = build_postmortem(missed.input);
+  ASSERT_FALSE(postmortem.could_not_see.empty());
+  EXPECT_NE(postmortem.could_not_see.back().find("between two samples"), std::string::npos);
+  // Seen: shown.
+  FilesystemCase seen("shm_too_small", "/dev/shm", FsRole::kShm, 1ULL << 20);
+  EXPECT_TRUE(has(seen.evidence_names(), "free_bytes_min"));
 }
 
 /// A run killed by SIGKILL whose one sample saw `available` of 24 GiB, with the
