@@ -242,9 +242,11 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
   if (postmortem.needed && !postmortem.stopped) {
     // Confirm on the host (kernel log for the pids, /dev/shm, free space of the
     // named paths) and rebuild with the confirmed diagnosis and its remedies.
-    const HostConfirmation host = confirm_on_host(context, diagnosis);
+    // With the job's shape (--workers, --batch-bytes, ...): the checks judge this job, and
+    // the post-mortem asks for the /dev/shm size the preflight asked for.
+    const HostConfirmation host = confirm_on_host(context, diagnosis, options);
     apply_host(diagnosis, host);
-    input.remedy = remedies_for(diagnosis, host.runtime);
+    input.remedy = remedies_for(diagnosis, host.runtime, recommended_shm_size(host));
     postmortem = build_postmortem(input);
   }
   if (postmortem.stopped) {

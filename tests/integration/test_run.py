@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -158,6 +159,12 @@ def test_dataloader_with_64m_shm_is_shm_too_small(headroom, tmp_path):
     assert evidence(doc, "free_bytes_min") < 24 * 2**20
     assert doc["remedy"], result.stderr
     assert "shm_too_small" in result.stderr and "DataLoader worker" in result.stderr
+    # One size for the job, from the preflight to the post-mortem (issue 20 #14: 2048m after
+    # a 144m preflight), and no "pass --workers and --batch-bytes" to a user who passed both.
+    sizes = set(re.findall(r"size=(\d+[kmg])", result.stderr))
+    assert len(sizes) == 1, sizes
+    assert any(sizes.pop() in line for line in doc["remedy"]), doc["remedy"]
+    assert not any("pass --workers" in line for line in doc["reasoning"] + [result.stderr])
 
 
 def private_shm(argv: list) -> list:
