@@ -24,6 +24,7 @@ struct SinkWriter::State {
   std::size_t head = 0;              // first queued byte
   std::size_t size = 0;              // bytes queued, including the span being written
   bool writing = false;
+  std::chrono::steady_clock::time_point write_started{};  // of the write in progress
   bool stopping = false;
   SinkStats stats;
 };
@@ -58,8 +59,9 @@ void writer_loop(const std::shared_ptr<State>& state) {
     const std::size_t length = std::min({state->size, state->capacity - state->head, kMaxWrite});
     const char* data = state->ring.get() + state->head;
     state->writing = true;
-    lock.unlock();
     const auto started = std::chrono::steady_clock::now();
+    state->write_started = started;
+    lock.unlock();
     const ssize_t wrote = write_some(*state, data, length);
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
@@ -166,7 +168,14 @@ std::uint64_t SinkWriter::written() const {
 
 SinkStats SinkWriter::stats() const {
   const std::lock_guard lock(state_->mutex);
-  return state_->stats;
+  SinkStats stats = state_->stats;
+  // A write still stuck in the kernel (a reader that never read again) is the longest wait.
+  if (state_->writing) {
+    stats.longest_stall = std::max(stats.longest_stall,
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - state_->write_started));
+  }
+  return stats;
 }
 
 OutputWriters make_output_writers(int stdout_fd, int stderr_fd) {

@@ -72,6 +72,8 @@ TEST(SinkWriter, NeverBlocksOnAStalledReaderAndCountsWhatItDrops) {
   EXPECT_FALSE(writer.flush(std::chrono::milliseconds(200)));
   const SinkStats stats = writer.stats();
   EXPECT_TRUE(stats.abandoned);
+  // The write stuck since the first chunk counts as the longest wait (it never returned).
+  EXPECT_GE(stats.longest_stall, std::chrono::milliseconds(100));
   EXPECT_EQ(stats.written_bytes + stats.dropped_bytes, 64u * chunk.size());
   EXPECT_LE(stats.written_bytes, 4096u + chunk.size());
   // The bytes that were written are whole chunks' prefix: what the reader gets is in order.
