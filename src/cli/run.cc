@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -18,8 +20,10 @@
 #include "core/postmortem/postmortem.h"
 #include "core/postmortem/render.h"
 #include "core/probes/kmsg.h"
+#include "core/safe_output.h"
 #include "core/signatures/analyzer.h"
 #include "core/supervise/signal_names.h"
+#include "core/supervise/sink_writer.h"
 #include "core/supervise/supervisor.h"
 #include "core/units.h"
 
@@ -30,6 +34,15 @@ namespace {
 constexpr int kExitRefused = 125;  // like docker run / env: the runner, not the job, failed
 constexpr std::chrono::seconds kStableTrend{60};
 constexpr double kMemoryEtaBelowPercent = 20.0;
+// After the job ended, how long a reader of headroom's output may take nothing
+// before the rest is given up (docs/run.md, "Output").
+constexpr std::chrono::seconds kOutputStall{5};
+
+// A --log or --report path refused before the job started.
+int refuse(const std::string& message) {
+  std::cerr << "headroom: " << message << "\n";
+  return kExitRefused;
+}
 
 struct RunCommand {
   CheckFlags flags;
@@ -73,8 +86,23 @@ const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
   return found;
 }
 
+// When the job started: the wall time, and the kernel log's next sequence number
+// then (nullopt when the kernel log could not be read).
+struct JobStart {
+  std::chrono::system_clock::time_point time;
+  std::optional<std::uint64_t> kernel_sequence;
+};
+
+// Read just before the job starts: which kernel records are the job's.
+JobStart mark_start(const Context& context) {
+  JobStart start;
+  if (auto kernel_log = read_kmsg(context)) start.kernel_sequence = next_sequence(*kernel_log);
+  start.time = std::chrono::system_clock::now();
+  return start;
+}
+
 PostmortemInput gather(const Context& context, const SupervisionResult& run,
-                       const CheckOptions& options, std::chrono::system_clock::time_point started) {
+                       const CheckOptions& options, const JobStart& started) {
   PostmortemInput input;
   input.run = &run;
   if (const CgroupSample* first = job_cgroup(run, true))
@@ -94,16 +122,26 @@ PostmortemInput gather(const Context& context, const SupervisionResult& run,
   auto kernel_log = read_kmsg(context);
   if (kernel_log) {
     // The oldest record still in the ring buffer must predate the job, or kills were lost.
-    input.kernel_log_covers_job =
-        kernel_log->boot_time.has_value() &&
-        (kernel_log->records.empty() ||
-         *kernel_log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                      kernel_log->records.front().since_boot) <=
-             started);
-    for (OomEvent& event : parse_oom_events(kernel_log->records, kernel_log->boot_time)) {
-      // Only kills during the job (a second of slack for the kernel clock).
-      if (event.time && *event.time < started - std::chrono::seconds(1)) continue;
-      input.oom_events.push_back(std::move(event));
+    const auto& records = kernel_log->records;
+    if (started.kernel_sequence) {
+      input.kernel_log_covers_job =
+          records.empty() || records.front().sequence <= *started.kernel_sequence;
+    } else {
+      input.kernel_log_covers_job =
+          kernel_log->boot_time.has_value() &&
+          (records.empty() ||
+           *kernel_log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                        records.front().since_boot) <=
+               started.time);
+    }
+    for (OomEvent& event : parse_oom_events(records, kernel_log->boot_time)) {
+      // Only kills during the job: by sequence number, exact (an OOM kill of the
+      // previous job a moment before this one started is not this job's); else by
+      // time, with a second of slack for the kernel's clock.
+      const bool before = started.kernel_sequence
+                              ? event.sequence < *started.kernel_sequence
+                              : event.time && *event.time < started.time - std::chrono::seconds(1);
+      if (!before) input.oom_events.push_back(std::move(event));
     }
   } else {
     input.could_not_see.push_back("kernel log: " + kernel_log.error().message);
@@ -131,22 +169,68 @@ std::string_view output_for_explain(const SupervisionResult& run) {
   return tail;
 }
 
+// Where --report goes: its directory is opened, and the name checked, before the
+// job starts (a refused path should not cost a three-day run its report); the file
+// is written only at the end, relative to that directory (core/safe_output.h).
+struct ReportTarget {
+  std::filesystem::path path;
+  UniqueFd dir;
+};
+
+// What a reader of headroom's output did not take: said, never dropped silently.
+std::string output_notices(const SupervisionResult& run, const RunCommand& command) {
+  std::string text;
+  for (const auto& [name, stats] : run.outputs) {
+    if (stats.dropped_bytes == 0 || stats.broken) continue;
+    text += fmt::format(
+        "headroom: {} of the job's output could not be written to headroom's {} (its reader "
+        "stopped reading; the longest wait was {}) and {}\n",
+        format_bytes(stats.dropped_bytes), name,
+        format_duration(std::chrono::duration_cast<std::chrono::seconds>(stats.longest_stall)),
+        command.log.empty() ? "was dropped (--log FILE keeps a complete copy)"
+                            : "was dropped there; --log " + command.log + " has it");
+  }
+  if (run.log && run.log->lost_bytes > 0) {
+    text +=
+        fmt::format("headroom: --log lost {} of output ({})\n", format_bytes(run.log->lost_bytes),
+                    run.log->last_error.empty() ? "the disk was too slow" : run.log->last_error);
+  }
+  return text;
+}
+
+void write_report(const ReportTarget& target, const std::string& text, SinkWriter& err) {
+  auto file = open_output_at(target.dir.get(), target.path.filename().string(),
+                             ExistingFile::kTruncate, 0600, target.path);
+  if (!file) {
+    err.write("headroom: --report: " + file.error().message + "\n");
+    return;
+  }
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const ssize_t wrote = ::write(file->get(), rest.data(), rest.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      err.write(fmt::format("headroom: --report {}: {}\n", target.path.string(),
+                            std::strerror(wrote < 0 ? errno : ENOSPC)));
+      return;
+    }
+    rest.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+}
+
 int finish(const Context& context, const RunCommand& command, const Globals& globals,
            const CheckOptions& options, const SupervisionResult& run, const Catalog& catalog,
-           std::chrono::system_clock::time_point started) {
-  if (run.log && run.log->lost_bytes > 0) {
-    std::cerr << fmt::format(
-        "headroom: --log lost {} of output ({})\n", format_bytes(run.log->lost_bytes),
-        run.log->last_error.empty() ? "the disk was too slow" : run.log->last_error);
-  }
+           const JobStart& started, const std::optional<ReportTarget>& report, SinkWriter& err) {
+  err.write(output_notices(run, command));
   PostmortemInput input = gather(context, run, options, started);
+  input.output = output_for_explain(run);
   // Whether the job ended badly does not depend on its output: decide that
   // first, and run explain (over the kept tail only) just for a job that did.
   Postmortem postmortem = build_postmortem(input);
   Diagnosis diagnosis;
   if (postmortem.needed) {
     LogAnalyzer analyzer(catalog);
-    analyzer.feed(output_for_explain(run));
+    analyzer.feed(input.output);
     analyzer.note_exit(WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status))
                                                   : std::nullopt,
                        WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status))
@@ -158,21 +242,23 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
   if (postmortem.needed && !postmortem.stopped) {
     // Confirm on the host (kernel log for the pids, /dev/shm, free space of the
     // named paths) and rebuild with the confirmed diagnosis and its remedies.
-    const HostConfirmation host = confirm_on_host(context, diagnosis);
+    // With the job's shape (--workers, --batch-bytes, ...): the checks judge this job, and
+    // the post-mortem asks for the /dev/shm size the preflight asked for.
+    const HostConfirmation host = confirm_on_host(context, diagnosis, options);
     apply_host(diagnosis, host);
-    input.remedy = remedies_for(diagnosis, host.runtime);
+    input.remedy = remedies_for(diagnosis, host.runtime, recommended_shm_size(host));
     postmortem = build_postmortem(input);
   }
   if (postmortem.stopped) {
-    std::cerr << "headroom: " << postmortem.summary << "; exit " << run.exit_code << "\n";
+    err.write(fmt::format("headroom: {}; exit {}\n", postmortem.summary, run.exit_code));
   } else if (postmortem.needed) {
-    std::cerr << render_postmortem(postmortem, TextStyle{stderr_color(globals), globals.verbose});
+    err.write(render_postmortem(postmortem, TextStyle{stderr_color(globals), globals.verbose}));
   }
-  if (!command.report.empty() && postmortem.needed) {
-    std::ofstream file(command.report);
-    file << postmortem_to_json(postmortem, run, command.command).dump(2) << "\n";
-    if (!file) std::cerr << "headroom: --report " << command.report << ": could not write\n";
+  if (report && postmortem.needed) {
+    write_report(*report, postmortem_to_json(postmortem, run, command.command).dump(2) + "\n", err);
   }
+  // headroom's stderr may be the stalled output: wait for it as for the job's output, no longer.
+  (void)err.flush(kOutputStall);
   return run.exit_code;
 }
 
@@ -220,6 +306,22 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     }
     auto catalog = load_catalog({});
     if (!catalog) return usage_error("signature catalog: " + catalog.error().message);
+    // --log and --report are opened (or checked) before anything runs: a path
+    // refused by the rules of core/safe_output.h stops here, exit 125.
+    if (!command->log.empty()) {
+      auto log = RotatingLog::open({command->log, *log_size, command->log_keep});
+      if (!log) return refuse("--log: " + log.error().message);
+      supervisor.log = std::move(*log);
+    }
+    std::optional<ReportTarget> report_target;
+    if (!command->report.empty()) {
+      const std::filesystem::path path = command->report;
+      auto dir = open_output_dir(path.parent_path());
+      if (!dir) return refuse("--report: " + dir.error().message);
+      if (auto checked = check_output_at(dir->get(), path.filename().string(), path); !checked)
+        return refuse("--report: " + checked.error().message);
+      report_target = ReportTarget{path, std::move(*dir)};
+    }
 
     Report report;
     if (preflight(context, *options, globals, report) && command->strict) {
@@ -239,9 +341,6 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
         !supervisor.spawn.stdout_terminal && !supervisor.spawn.stderr_terminal;
     supervisor.interval = *interval;
     supervisor.stall_after = *stall;
-    if (!command->log.empty()) {
-      supervisor.log = RotatingLogOptions{command->log, *log_size, command->log_keep};
-    }
     supervisor.watch.sample.dirs = options->dirs;
     supervisor.watch.sample.shm_stale = false;  // the preflight looked; too costly every tick
     supervisor.watch.alerts.warn_percent = options->warn_percent;
@@ -254,16 +353,22 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     supervisor.watch.alerts.eta_min_span = kStableTrend;
     supervisor.watch.alerts.memory_eta_below_percent = kMemoryEtaBelowPercent;
 
+    // headroom's own messages go through the same writer as the job's stderr:
+    // a stalled reader of stderr never blocks the sampler that prints them.
+    const OutputWriters writers = make_output_writers(STDOUT_FILENO, STDERR_FILENO);
+    supervisor.stdout_sink = writers.out;
+    supervisor.stderr_sink = writers.err;
+    supervisor.output_stall = kOutputStall;
     SupervisorHooks hooks;
-    hooks.on_alert = [](const AlertEvent& event) {
+    hooks.on_alert = [err = writers.err](const AlertEvent& event) {
       if (event.kind == AlertKind::kResolved) return;
-      std::cerr << fmt::format("headroom: {}: {}\n", to_string(event.severity), event.summary);
+      err->write(fmt::format("headroom: {}: {}\n", to_string(event.severity), event.summary));
     };
-    hooks.on_notice = [](const std::string& notice) {
-      std::cerr << "headroom: " << notice << "\n";
+    hooks.on_notice = [err = writers.err](const std::string& notice) {
+      err->write("headroom: " + notice + "\n");
     };
 
-    const auto started = std::chrono::system_clock::now();
+    const JobStart started = mark_start(context);
     auto run = supervise(context, supervisor, hooks);
     if (!run) {
       std::cerr << "headroom: cannot run " << command->command.front() << ": "
@@ -272,7 +377,8 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
       if (run.error().code == Error::Code::kPermissionDenied) return 126;
       return static_cast<int>(kExitUsage);
     }
-    return finish(context, *command, globals, *options, *run, *catalog, started);
+    return finish(context, *command, globals, *options, *run, *catalog, started, report_target,
+                  *writers.err);
   };
 }
 

@@ -4,7 +4,9 @@
 // working directory (the build tree), never under the host's /tmp.
 
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -53,6 +55,14 @@ class ScratchRoot {
  private:
   std::filesystem::path path_;
 };
+
+/// The whole content of a file ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 /// FsStats of a filesystem of `total` bytes with `avail` free and `free_inodes` of `inodes`.
 inline FsStats fs_stats(std::uint64_t total, std::uint64_t avail, std::uint64_t inodes = 100000,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -158,6 +159,12 @@ def test_dataloader_with_64m_shm_is_shm_too_small(headroom, tmp_path):
     assert evidence(doc, "free_bytes_min") < 24 * 2**20
     assert doc["remedy"], result.stderr
     assert "shm_too_small" in result.stderr and "DataLoader worker" in result.stderr
+    # One size for the job, from the preflight to the post-mortem (issue 20 #14: 2048m after
+    # a 144m preflight), and no "pass --workers and --batch-bytes" to a user who passed both.
+    sizes = set(re.findall(r"size=(\d+[kmg])", result.stderr))
+    assert len(sizes) == 1, sizes
+    assert any(sizes.pop() in line for line in doc["remedy"]), doc["remedy"]
+    assert not any("pass --workers" in line for line in doc["reasoning"] + [result.stderr])
 
 
 def private_shm(argv: list) -> list:
@@ -188,6 +195,10 @@ def test_memory_cgroup_too_small_is_host_oom_naming_the_worker(headroom, tmp_pat
     assert doc["process"]["pid"] in worker_pids, (doc["process"], worker_pids)
     assert evidence(doc, "cgroup_limit_bytes") == limit
     assert f"pid {doc['process']['pid']}" in result.stderr
+    # The job's peak as the kernel accounts it (the cgroup's), not RSS summed over processes
+    # that share pages, which read 1.6 GiB inside this 1 GiB limit (issue 20 #13).
+    assert 0 < evidence(doc, "cgroup_memory_peak_bytes") <= limit
+    assert "job_rss_peak_bytes" not in [entry["name"] for entry in doc["evidence"]]
 
 
 def test_a_worker_killed_from_outside_is_not_blamed_on_memory(headroom, tmp_path):
@@ -256,6 +267,11 @@ def test_torch_save_into_a_full_tmpfs_is_disk_full(headroom, tmp_path, scratch):
     assert evidence(doc, "filesystem") == str(ckpt)
     assert evidence(doc, "free_bytes_min") < 40 * 2**20
     assert str(ckpt) in result.stderr
+    # "failed writing file data/0" names a record of torch's zip, not a path (issue 20 #13);
+    # and the checkpoint it was writing is left truncated: said.
+    assert all(entry["value"].startswith("/") for entry in doc["evidence"] if entry["name"] == "path")
+    assert "data/" not in result.stderr.split("the job failed")[1].split("output:")[0]
+    assert any("truncated" in fix for fix in doc["remedy"]), doc["remedy"]
 
 
 def test_low_ulimit_with_file_descriptor_sharing_is_fd_limit(headroom, tmp_path):

@@ -59,6 +59,9 @@ struct CheckSpec {
 
 /// Peak /dev/shm bytes of the DataLoaders of all ranks: ranks x workers x prefetch x batch.
 [[nodiscard]] std::uint64_t dataloader_shm_need(const CheckOptions& options);
+/// The /dev/shm size remedies ask for when the job's shape is not known (no --workers
+/// and --batch-bytes, or `explain` of a log): one value for check, run and explain.
+constexpr std::uint64_t kShmSizeWithoutShape = std::uint64_t{1} << 30;
 /// /dev/shm bytes of NCCL's shm transport for options.gpus ranks (see shm_capacity.cc).
 [[nodiscard]] std::uint64_t nccl_shm_need(const CheckOptions& options);
 

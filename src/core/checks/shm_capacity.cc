@@ -113,6 +113,11 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
   if (need > 0) finding.add("need_with_margin_bytes", with_margin, "bytes");
 
   const auto recommend = std::max(with_margin, stats->used_bytes() + with_margin);
+  // The size every resize remedy asks for; run's post-mortem and explain read it from
+  // here, so a job is told one size (issue 20 #14).
+  const std::uint64_t target =
+      need > 0 ? recommend : std::max<std::uint64_t>(recommend, kShmSizeWithoutShape);
+  finding.add("recommended_size_bytes", target, "bytes");
 
   if (stats->read_only) {
     finding.severity = Severity::kCritical;
@@ -177,7 +182,6 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
     return {finding};
   }
 
-  const std::uint64_t target = need > 0 ? recommend : std::max<std::uint64_t>(recommend, kGiB);
   finding.remedy = shm_resize_remedies(input.runtime, target);
   if (loader_need > 0) {
     finding.remedy.push_back(fmt::format(

@@ -29,9 +29,10 @@ bool has_candidate(const Diagnosis& diagnosis, std::string_view cause) {
 }
 
 /// Findings of `headroom check` become facts: a warn or critical finding confirms.
-void add_check_facts(const Context& context, const std::vector<std::string>& only,
-                     const std::string& cause, HostConfirmation& host) {
-  CheckOptions options;
+void add_check_facts(const Context& context, const CheckOptions& job,
+                     const std::vector<std::string>& only, const std::string& cause,
+                     HostConfirmation& host) {
+  CheckOptions options = job;
   options.only = only;
   const Report report = run_checks(context, options);
   for (const Finding& finding : report.findings) {
@@ -265,28 +266,30 @@ std::string_view to_string(HostVerdict verdict) {
   return "unknown";
 }
 
-HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagnosis) {
+HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagnosis,
+                                 const CheckOptions& job) {
   HostConfirmation host;
   host.performed = true;
   host.runtime = detect_runtime(context);
   if (has_candidate(diagnosis, "host_oom")) {
     add_kernel_log_facts(context, diagnosis, host);
-    add_check_facts(context, {"memory"}, "host_oom", host);
+    add_check_facts(context, job, {"memory"}, "host_oom", host);
   }
   if (has_candidate(diagnosis, "shm_too_small") || has_candidate(diagnosis, "shm_stale")) {
-    add_check_facts(context, {"shm"}, "shm_too_small", host);
+    add_check_facts(context, job, {"shm"}, "shm_too_small", host);
   }
   if (has_candidate(diagnosis, "disk_full") || has_candidate(diagnosis, "tmp_full")) {
     add_path_facts(context, diagnosis, host);
   }
-  if (has_candidate(diagnosis, "tmp_full")) add_check_facts(context, {"tmp"}, "tmp_full", host);
+  if (has_candidate(diagnosis, "tmp_full"))
+    add_check_facts(context, job, {"tmp"}, "tmp_full", host);
   if (has_candidate(diagnosis, "fd_limit")) add_fd_facts(context, host);
   // pids.limit with a one-process job: the room left under the limit that binds.
   if (has_candidate(diagnosis, "pid_limit"))
-    add_check_facts(context, {"pids.limit"}, "pid_limit", host);
+    add_check_facts(context, job, {"pids.limit"}, "pid_limit", host);
   // torch.save prints the words of a full disk for EFBIG too: read the limit for both.
   if (has_candidate(diagnosis, "file_size_limit") || has_candidate(diagnosis, "disk_full")) {
-    add_check_facts(context, {"fsize.limit"}, "file_size_limit", host);
+    add_check_facts(context, job, {"fsize.limit"}, "file_size_limit", host);
   }
   if (has_candidate(diagnosis, "memlock_limit")) add_memlock_facts(context, host);
   if (has_candidate(diagnosis, "inotify_limit")) add_inotify_facts(context, host);
@@ -339,14 +342,27 @@ void apply_host(Diagnosis& diagnosis, const HostConfirmation& host) {
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
 }
 
-std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime& runtime) {
+std::optional<std::uint64_t> recommended_shm_size(const HostConfirmation& host) {
+  for (const HostFact& fact : host.facts) {
+    if (fact.check != "shm.capacity") continue;
+    for (const Evidence& evidence : fact.evidence) {
+      if (evidence.name != "recommended_size_bytes") continue;
+      if (const auto* bytes = std::get_if<std::uint64_t>(&evidence.value)) return *bytes;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime& runtime,
+                                      std::optional<std::uint64_t> shm_size) {
   std::vector<std::string> lines;
   const Candidate* verdict = diagnosis.verdict();
   if (verdict == nullptr) return lines;
   std::string_view generic;  // a catalog remedy that the lines below already say concretely
   if (verdict->cause == "shm_too_small") {
-    // NCCL names its segment size; a DataLoader does not, so ask for a size that fits common jobs.
-    std::uint64_t need = 2 * kGiB;
+    // The size the shm.capacity check recommends (from the job's shape under run), else the
+    // size it asks for without one; NCCL names its segment size, which can need more.
+    std::uint64_t need = shm_size.value_or(kShmSizeWithoutShape);
     for (std::uint64_t size : diagnosis.fields.sizes) need = std::max(need, size * 16);
     lines = shm_resize_remedies(runtime, need);
     // Those lines are the concrete form of the catalog's "give the job a larger /dev/shm".

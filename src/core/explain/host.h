@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checks/check.h"
 #include "core/context.h"
 #include "core/finding.h"
 #include "core/probes/runtime.h"
@@ -37,15 +38,25 @@ struct HostConfirmation {
 
 /// Runs the host checks relevant to the diagnosis' candidates. Never fails:
 /// what cannot be read becomes a fact with HostVerdict::kUnknown and the reason.
-[[nodiscard]] HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagnosis);
+/// `job`: what is known of the job (run's --workers, --batch-bytes, --ranks, ...), so
+/// the checks judge, and size their remedies for, that job.
+[[nodiscard]] HostConfirmation confirm_on_host(const Context& context, const Diagnosis& diagnosis,
+                                               const CheckOptions& job = {});
 
 /// Re-ranks candidates with the host facts: confirmation raises confidence,
 /// contradiction lowers it, stale bytes turn shm_too_small into shm_stale. Adds reasoning.
 void apply_host(Diagnosis& diagnosis, const HostConfirmation& host);
 
 /// Remedies for the verdict in the dialect of the runtime (docker --shm-size,
-/// a Kubernetes emptyDir, ...), then the catalog's own remedies.
-[[nodiscard]] std::vector<std::string> remedies_for(const Diagnosis& diagnosis,
-                                                    const Runtime& runtime);
+/// a Kubernetes emptyDir, ...), then the catalog's own remedies. `shm_size`: the
+/// /dev/shm size to ask for, as the shm.capacity check recommended it
+/// (recommended_shm_size); else kShmSizeWithoutShape, or more for the NCCL
+/// segments the log names.
+[[nodiscard]] std::vector<std::string> remedies_for(
+    const Diagnosis& diagnosis, const Runtime& runtime,
+    std::optional<std::uint64_t> shm_size = std::nullopt);
+
+/// The /dev/shm size the shm.capacity check recommended while confirming, if it ran.
+[[nodiscard]] std::optional<std::uint64_t> recommended_shm_size(const HostConfirmation& host);
 
 }  // namespace headroom

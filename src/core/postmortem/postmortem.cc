@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/postmortem/python_exception.h"
 #include "core/postmortem/timeline_evidence.h"
 #include "core/signatures/catalog.h"
+#include "core/signatures/signals.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -42,6 +44,10 @@ Culprit name_process(const PostmortemInput& input, pid_t pid) {
   } else {
     culprit.role = "process";
     culprit.role_id = "other";
+  }
+  // What PyTorch itself calls it decides for a process the tree alone cannot place (a
+  // spawn-context DataLoader's workers look like any multiprocessing child).
+  if (culprit.role_id == "other" || culprit.role_id == "spawned") {
     if (input.diagnosis != nullptr) {
       const std::string marker = fmt::format("DataLoader worker (pid {})", pid);
       const std::string marker_list = fmt::format("pid(s) {}", pid);
@@ -60,21 +66,46 @@ Culprit name_process(const PostmortemInput& input, pid_t pid) {
   return culprit;
 }
 
-std::vector<OomEvent> job_oom_events(const PostmortemInput& input) {
-  std::vector<OomEvent> events;
-  for (const OomEvent& event : input.oom_events) {
-    const bool same_cgroup = input.cgroup_path && !input.cgroup_path->empty() &&
-                             *input.cgroup_path != "/" && event.task_cgroup == *input.cgroup_path;
-    if (in_tree(*input.run, event.pid) || same_cgroup) events.push_back(event);
-  }
-  return events;
-}
-
 std::optional<pid_t> first_exit_with_signal(const SupervisionResult& run, int signal) {
   for (const ProcessExit& exit : run.exits) {
     if (WIFSIGNALED(exit.wait_status) && WTERMSIG(exit.wait_status) == signal) return exit.pid;
   }
   return std::nullopt;
+}
+
+// Something of the job died of SIGKILL: a process headroom reaped, or one its output
+// reports ("DataLoader worker (pid N) is killed by signal: Killed", torchrun's "-9").
+bool job_lost_a_process_to_sigkill(const PostmortemInput& input) {
+  if (first_exit_with_signal(*input.run, SIGKILL)) return true;
+  if (input.diagnosis == nullptr) return false;
+  const auto& signals = input.diagnosis->fields.signals;
+  return std::any_of(signals.begin(), signals.end(),
+                     [](const std::string& text) { return signal_number(text) == SIGKILL; });
+}
+
+// The OOM kills (already limited to the run by the caller) that ended a process of
+// this job: a pid of its tree, or one its output names as killed. A kill in the
+// job's cgroup of a pid headroom never saw (a short-lived worker between two
+// samples) counts only when something of the job did die of SIGKILL: the cgroup
+// may be a whole container's, where another job's kill is not this one's.
+std::vector<OomEvent> job_oom_events(const PostmortemInput& input) {
+  std::vector<OomEvent> events;
+  const bool lost_to_sigkill = job_lost_a_process_to_sigkill(input);
+  for (const OomEvent& event : input.oom_events) {
+    const bool same_cgroup = input.cgroup_path && !input.cgroup_path->empty() &&
+                             *input.cgroup_path != "/" && event.task_cgroup == *input.cgroup_path;
+    bool named = false;
+    if (input.diagnosis != nullptr) {
+      const auto& killed = input.diagnosis->fields.killed_pids;
+      const auto& pids = input.diagnosis->fields.pids;
+      named = std::find(killed.begin(), killed.end(), event.pid) != killed.end() ||
+              std::find(pids.begin(), pids.end(), event.pid) != pids.end();
+    }
+    if (in_tree(*input.run, event.pid) || named || (same_cgroup && lost_to_sigkill)) {
+      events.push_back(event);
+    }
+  }
+  return events;
 }
 
 // The pid explain's evidence points at for this cause (a worker "killed by signal").
@@ -129,6 +160,48 @@ std::optional<MemoryLow> lowest_memory(const SupervisionResult& run) {
     }
   }
   return low;
+}
+
+// The process of the job that `raised` names: torch.multiprocessing.spawn's "process N"
+// (a child of main, else of any process), torchrun's "[rankN]:", else the main process.
+pid_t raiser(const SupervisionResult& run, const RaisedException& raised) {
+  std::optional<pid_t> found;
+  for (const auto& [pid, identity] : run.processes) {
+    const bool match = (raised.process_index && identity.role == ProcessRole::kSpawned &&
+                        identity.spawn_index == raised.process_index) ||
+                       (!raised.process_index && raised.rank &&
+                        identity.role == ProcessRole::kRank && identity.rank == raised.rank);
+    if (match && (!found || identity.ppid == run.main_pid)) found = pid;
+  }
+  return found.value_or(run.main_pid);
+}
+
+// A job that failed with no cause explain knows, after a Python exception: quote the
+// exception's line and name the process that raised it (issue 20 #11).
+void name_the_exception(const PostmortemInput& input, Postmortem& result) {
+  const std::optional<RaisedException> raised = last_python_exception(input.output);
+  if (!raised) return;
+  const SupervisionResult& run = *input.run;
+  const pid_t pid = raiser(run, *raised);
+  std::string who;
+  if (raised->process_index) {
+    who = fmt::format("process {}", *raised->process_index);
+  } else if (raised->rank) {
+    who = fmt::format("rank {}", *raised->rank);
+  }
+  result.process = name_process(input, pid);
+  if (pid != run.main_pid || who.empty()) {
+    result.process->fate = "raised " + raised->text;
+  } else {
+    // The sampler never saw that process: the main process reports it.
+    result.process->fate += fmt::format(" after {} raised {}", who, raised->text);
+  }
+  result.log_lines.insert(result.log_lines.begin(),
+                          fmt::format("line {}: {}", raised->line, raised->text));
+  result.reasoning.push_back(fmt::format(
+      "No resource of the host explains the failure: the job's own code raised {}{} (line {} of "
+      "the output; the traceback above it shows where).",
+      raised->type, who.empty() ? "" : " in " + who, raised->line));
 }
 
 /// "DataLoader worker (pid 12) killed by SIGKILL": the post-mortem's one line.
@@ -222,9 +295,11 @@ Postmortem build_postmortem(const PostmortemInput& input) {
   add_exits(input, result);
 
   const std::vector<OomEvent> ooms = job_oom_events(input);
+  // The cgroup's counter counts every member's kills: the job's only if it lost a process so.
   const std::uint64_t cgroup_kills =
       input.cgroup_oom_kills_before && input.cgroup_oom_kills_after &&
-              *input.cgroup_oom_kills_after > *input.cgroup_oom_kills_before
+              *input.cgroup_oom_kills_after > *input.cgroup_oom_kills_before &&
+              job_lost_a_process_to_sigkill(input)
           ? *input.cgroup_oom_kills_after - *input.cgroup_oom_kills_before
           : 0;
   const bool killed_in_tree =
@@ -325,6 +400,7 @@ Postmortem build_postmortem(const PostmortemInput& input) {
   }
   if (culprit.fate.empty()) culprit.fate = describe_wait_status(run.wait_status);
 
+  if (result.cause == "unknown") name_the_exception(input, result);
   add_timeline_evidence(input, ooms, cgroup_kills, result);
   if (input.diagnosis != nullptr) {
     for (const EvidenceLine& line : input.diagnosis->evidence) {

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/finding.h"
@@ -39,6 +40,8 @@ struct PostmortemInput {
   std::optional<std::uint64_t> shm_need_bytes;
   /// Things that could not be seen, e.g. "kernel log: Permission denied (dmesg_restrict=1)".
   std::vector<std::string> could_not_see;
+  /// The job's output as explain read it (the kept tail; line numbers count from its start).
+  std::string_view output;
 };
 
 /// The process the verdict is about.

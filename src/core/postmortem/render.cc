@@ -104,6 +104,18 @@ nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem,
   } else {
     out["log"] = nullptr;
   }
+  // What headroom's own stdout/stderr did not take (a reader that stopped reading).
+  out["outputs"] = ordered_json::array();
+  for (const auto& [name, stats] : run.outputs) {
+    out["outputs"].push_back(
+        {{"stream", name},
+         {"written_bytes", stats.written_bytes},
+         {"dropped_bytes", stats.dropped_bytes},
+         {"longest_stall_seconds", std::chrono::duration<double>(stats.longest_stall).count()},
+         {"reader_gone", stats.broken},
+         {"gave_up", stats.abandoned},
+         {"error", stats.error}});
+  }
   out["samples"] = run.timeline.samples().size();
   out["left_running"] = run.left_running;
   out["could_not_see"] = postmortem.could_not_see;

@@ -59,6 +59,8 @@ void filesystem_evidence(const PostmortemInput& input, FsRole role, Postmortem& 
   std::string named;
   if (input.diagnosis != nullptr) {
     for (const std::string& path : input.diagnosis->fields.paths) {
+      // Only a path: torch's "failed writing file data/0" names a record in its zip.
+      if (!path.starts_with("/")) continue;
       if (role != FsRole::kShm || path.starts_with("/dev/shm")) {
         named = path;
         break;
@@ -83,7 +85,17 @@ void filesystem_evidence(const PostmortemInput& input, FsRole role, Postmortem& 
   result.evidence.push_back({"filesystem", fs->path, ""});
   // The lowest free space seen is "at the time" of the failure: by the last
   // sample a dying job may already have released (or unlinked) what it held.
-  result.evidence.push_back({"free_bytes_min", min_avail(*input.run, fs->path), "bytes"});
+  const std::uint64_t lowest = min_avail(*input.run, fs->path);
+  if (lowest >= fs->total_bytes && fs->total_bytes > 0) {
+    // Never seen in use: the job filled and emptied it between two samples. A "free
+    // 64.0 MiB" would contradict the verdict it supports, so it is not shown.
+    result.could_not_see.push_back(fmt::format(
+        "{} filling up: it filled and emptied between two samples (a shorter --interval "
+        "samples more often)",
+        fs->path));
+  } else {
+    result.evidence.push_back({"free_bytes_min", lowest, "bytes"});
+  }
   result.evidence.push_back({"free_bytes_last", fs->avail_bytes, "bytes"});
   result.evidence.push_back({"size_bytes", fs->total_bytes, "bytes"});
 }
@@ -94,9 +106,34 @@ void shm_evidence(const PostmortemInput& input, Postmortem& result) {
   for (const JobSample& sample : input.run->timeline.samples()) {
     peak_mapped = std::max(peak_mapped, sample.tree.shmem_bytes);
   }
-  result.evidence.push_back({"job_shm_mapped_peak_bytes", peak_mapped, "bytes"});
+  // 0 means the samples missed it (the worker that died mapped what it could), not none.
+  if (peak_mapped > 0)
+    result.evidence.push_back({"job_shm_mapped_peak_bytes", peak_mapped, "bytes"});
   if (input.shm_need_bytes)
     result.evidence.push_back({"shm_need_bytes", *input.shm_need_bytes, "bytes"});
+}
+
+// The job's cgroup's peak use as the kernel accounts it: memory.peak (v1
+// max_usage_in_bytes) when the job raised it, else the highest memory.current
+// sampled (a last sample after the exit included). nullopt outside a cgroup of its own.
+std::optional<std::uint64_t> cgroup_memory_peak(const PostmortemInput& input) {
+  if (!input.cgroup_path || input.cgroup_path->empty() || *input.cgroup_path == "/")
+    return std::nullopt;
+  const SupervisionResult& run = *input.run;
+  if (run.cgroup_peak && run.cgroup_peak->path == *input.cgroup_path && run.cgroup_peak->at_end &&
+      (!run.cgroup_peak->at_start || *run.cgroup_peak->at_end > *run.cgroup_peak->at_start)) {
+    return run.cgroup_peak->at_end;
+  }
+  std::optional<std::uint64_t> sampled;
+  const auto consider = [&](const Sample& sample) {
+    if (sample.cgroup && sample.cgroup->path == *input.cgroup_path)
+      sampled = std::max(sampled.value_or(0), sample.cgroup->usage_bytes);
+  };
+  for (const JobSample& sample : run.timeline.samples()) {
+    if (sample.host) consider(*sample.host);
+  }
+  if (run.final_host) consider(*run.final_host);
+  return sampled;
 }
 
 void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& ooms,
@@ -128,7 +165,14 @@ void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& 
       min_available = std::min(min_available.value_or(available), available);
     }
   }
-  result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
+  // In a cgroup of its own the kernel's accounting of the job is the cgroup's: summed RSS
+  // counts a page shared by forked workers (or mapped from /dev/shm) once per process and
+  // can exceed the very limit that killed the job (issue 20 #13).
+  if (const auto peak = cgroup_memory_peak(input)) {
+    result.evidence.push_back({"cgroup_memory_peak_bytes", *peak, "bytes"});
+  } else {
+    result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
+  }
   // The kernel's own high-water mark of the largest process (wait4), which samples miss
   // when the job lives less than a tick or grows between two.
   std::uint64_t peak_process = 0;

@@ -186,6 +186,10 @@ Result<KernelLog> read_kmsg(const Context& context) {
   return log;
 }
 
+std::uint64_t next_sequence(const KernelLog& log) {
+  return log.records.empty() ? 0 : log.records.back().sequence + 1;
+}
+
 std::string_view to_string(OomConstraint constraint) {
   switch (constraint) {
     case OomConstraint::kHost:
@@ -213,6 +217,7 @@ std::vector<OomEvent> parse_oom_events(
     if (message.rfind("oom-kill:", 0) == 0) {
       OomEvent event;
       event.since_boot = record.since_boot;
+      event.sequence = record.sequence;
       event.constraint = constraint_from(value_of(message, "constraint="));
       event.oom_cgroup = value_of(message, "oom_memcg=");
       event.task_cgroup = value_of(message, "task_memcg=");
@@ -242,6 +247,7 @@ std::vector<OomEvent> parse_oom_events(
         events.emplace_back();
         event = &events.back();
         event->since_boot = record.since_boot;
+        event->sequence = record.sequence;
         event->pid = pid;
       }
       if (event->comm.empty()) event->comm = comm;

@@ -50,6 +50,11 @@ struct KernelLog {
   std::optional<std::chrono::system_clock::time_point> boot_time;
 };
 
+/// The sequence number the kernel log's next record will get (one past the last
+/// record in the buffer; 0 for an empty log): a record whose sequence is at least
+/// this one was written after this call.
+[[nodiscard]] std::uint64_t next_sequence(const KernelLog& log);
+
 /// Reads <root>/dev/kmsg to its current end without blocking. kPermissionDenied
 /// with a message naming dmesg_restrict when that is the cause.
 [[nodiscard]] Result<KernelLog> read_kmsg(const Context& context);
@@ -68,6 +73,9 @@ enum class OomConstraint { kHost, kMemoryCgroup, kCpuset, kMempolicy, kUnknown }
 struct OomEvent {
   std::chrono::microseconds since_boot{0};
   std::optional<std::chrono::system_clock::time_point> time;  ///< when boot time is known
+  /// The kernel log's sequence number of its first record: unlike the time, which is
+  /// the kernel's local clock put on the wall clock, it orders records exactly.
+  std::uint64_t sequence = 0;
   std::int64_t pid = 0;
   std::string comm;  ///< the killed command, e.g. "python3"
   OomConstraint constraint = OomConstraint::kUnknown;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "core/probes/cgroup.h"
+#include "core/supervise/signal_free_thread.h"
 #include "core/supervise/signal_names.h"
 #include "core/units.h"
 
@@ -45,9 +47,13 @@ JobSampler::JobSampler(const Context& context, const SupervisorOptions& options,
       output_(output),
       timeline_(timeline_capacity(options)),
       output_moved_(std::chrono::system_clock::now()) {
+  // The job was forked from headroom: it starts in headroom's cgroup.
+  if (auto cgroup = read_memory_cgroup(context, "self")) {
+    cgroup_peak_ = SupervisionResult::CgroupPeak{cgroup->path, cgroup->peak_bytes, std::nullopt};
+  }
   watcher_ = std::make_unique<Watcher>(job_context(context, main_pid), options.watch);
   tree_ = std::make_unique<ProcessTreeSampler>(context, ::getpid(), main_pid);
-  thread_ = std::thread([this] { loop(); });
+  thread_ = start_signal_free_thread([this] { loop(); });
 }
 
 JobSampler::~JobSampler() {
@@ -162,6 +168,12 @@ void JobSampler::stop(SupervisionResult& result) {
   // headroom's own /proc view, so it is used only if the cgroup is the job's.
   if (auto final_sample = take_sample(context_, options_.watch.sample)) {
     result.final_host = std::move(*final_sample);
+  }
+  if (cgroup_peak_) {
+    if (auto cgroup = read_memory_cgroup(context_, "self");
+        cgroup && cgroup->path == cgroup_peak_->path)
+      cgroup_peak_->at_end = cgroup->peak_bytes;
+    result.cgroup_peak = std::move(cgroup_peak_);
   }
   result.processes = tree_->seen();
   result.timeline = std::move(timeline_);

@@ -58,6 +58,7 @@ class JobSampler {
   std::chrono::system_clock::time_point output_moved_;  ///< when that count last changed
   std::optional<bool> quiet_tail_enospc_;               ///< scanned once per quiet period
   std::vector<std::string> unreadable_;
+  std::optional<SupervisionResult::CgroupPeak> cgroup_peak_;
   std::thread thread_;
 };
 

@@ -12,6 +12,10 @@
 #include <mutex>
 #include <thread>
 
+#include "core/safe_output.h"
+#include "core/supervise/signal_free_thread.h"
+#include "core/unique_fd.h"
+
 namespace headroom {
 
 struct RotatingLog::State {
@@ -24,47 +28,94 @@ struct RotatingLog::State {
   bool stopping = false;
   bool finished = false;
   RotatingLogStats stats;
-  int fd = -1;
+  // The log's directory, opened once: rotation renames and creates relative to it,
+  // so a directory swapped for a symlink mid-run redirects nothing (safe_output.h).
+  UniqueFd dir;
+  std::string name;  // the file's name in `dir`
+  UniqueFd file;
   std::uint64_t file_bytes = 0;
+  // After a failed (re)open: when to try again (not on every chunk).
+  std::chrono::steady_clock::time_point retry_at{};
 };
 
 namespace {
 
 using State = RotatingLog::State;
 
-void record_error(State& state, int errnum) {
+constexpr mode_t kLogMode = 0640;  // the owner's group may read a job's log, nobody else
+constexpr std::chrono::seconds kReopenEvery{1};
+
+void record_error(State& state, const std::string& message) {
   const std::lock_guard lock(state.mutex);
-  state.stats.last_error = state.options.path.string() + ": " + std::strerror(errnum);
+  state.stats.last_error = message;
+}
+
+void record_errno(State& state, int errnum) {
+  record_error(state, state.options.path.string() + ": " + std::strerror(errnum));
+}
+
+std::string rotated_leaf(const State& state, unsigned n) {
+  return n == 0 ? state.name : state.name + "." + std::to_string(n);
+}
+
+// (Re)opens FILE after a rotation or a failure, by the rules of safe_output.h.
+void reopen(State& state, ExistingFile existing) {
+  auto opened = open_output_at(state.dir.get(), state.name, existing, kLogMode, state.options.path);
+  if (!opened) {
+    record_error(state, opened.error().message);
+    state.retry_at = std::chrono::steady_clock::now() + kReopenEvery;
+    return;
+  }
+  state.file = std::move(*opened);
+  struct stat info {};
+  state.file_bytes =
+      ::fstat(state.file.get(), &info) == 0 ? static_cast<std::uint64_t>(info.st_size) : 0;
 }
 
 void rotate(State& state) {
-  const auto& path = state.options.path;
-  if (state.fd >= 0) ::close(state.fd);
-  state.fd = -1;
+  {
+    const std::lock_guard lock(state.mutex);
+    ++state.stats.rotations;
+  }
   if (state.options.keep <= 1) {
-    ::unlink(path.c_str());
-  } else {
+    // Nothing to keep: empty our own file through its fd, no name involved.
+    if (::ftruncate(state.file.get(), 0) != 0) record_errno(state, errno);
+    state.file_bytes = 0;
+    return;
+  }
+  // Rename only while FILE still names the file we write: if someone moved it
+  // away or put another file there, that file is not ours to rotate.
+  const bool ours = names_open_file(state.dir.get(), state.name, state.file.get());
+  state.file = UniqueFd();
+  if (ours) {
+    // renameat moves names, never follows them: a planted FILE.1 -> /etc/passwd
+    // becomes FILE.2 -> /etc/passwd and /etc/passwd is untouched.
     for (unsigned n = state.options.keep - 1; n > 0; --n) {
-      ::rename(rotated_name(path, n - 1).c_str(), rotated_name(path, n).c_str());
+      (void)::renameat(state.dir.get(), rotated_leaf(state, n - 1).c_str(), state.dir.get(),
+                       rotated_leaf(state, n).c_str());
     }
   }
-  state.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (state.fd < 0) record_error(state, errno);
-  state.file_bytes = 0;
-  const std::lock_guard lock(state.mutex);
-  ++state.stats.rotations;
+  // After our rename FILE must not exist: whatever is there now was planted.
+  reopen(state, ours ? ExistingFile::kRefuse : ExistingFile::kAppend);
 }
 
 // Writes one chunk; returns the bytes that reached the file.
 std::uint64_t write_chunk(State& state, std::string_view chunk) {
-  if (state.fd < 0 || state.file_bytes + chunk.size() > state.options.max_bytes) rotate(state);
-  if (state.fd < 0) return 0;
+  if (!state.file.ok()) {
+    if (std::chrono::steady_clock::now() < state.retry_at) return 0;
+    reopen(state, ExistingFile::kAppend);
+    if (!state.file.ok()) return 0;
+  }
+  if (state.file_bytes > 0 && state.file_bytes + chunk.size() > state.options.max_bytes) {
+    rotate(state);
+  }
+  if (!state.file.ok()) return 0;
   std::uint64_t done = 0;
   while (done < chunk.size()) {
-    const ssize_t wrote = ::write(state.fd, chunk.data() + done, chunk.size() - done);
+    const ssize_t wrote = ::write(state.file.get(), chunk.data() + done, chunk.size() - done);
     if (wrote < 0) {
       if (errno == EINTR) continue;
-      record_error(state, errno);
+      record_errno(state, errno);
       break;
     }
     done += static_cast<std::uint64_t>(wrote);
@@ -87,8 +138,7 @@ void writer_loop(const std::shared_ptr<State>& state) {
     state->stats.written_bytes += written;
     state->stats.lost_bytes += chunk.size() - written;
   }
-  if (state->fd >= 0) ::close(state->fd);
-  state->fd = -1;
+  state->file = UniqueFd();
   state->finished = true;
   state->drained.notify_all();
 }
@@ -105,13 +155,19 @@ Result<std::unique_ptr<RotatingLog>> RotatingLog::open(RotatingLogOptions option
   auto state = std::make_shared<State>();
   state->options = std::move(options);
   const auto& path = state->options.path;
-  state->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (state->fd < 0) return fail(Error::from_errno(errno, path.string()));
+  auto dir = open_output_dir(path.parent_path());
+  if (!dir) return fail(dir.error());
+  state->dir = std::move(*dir);
+  state->name = path.filename().string();
+  auto file = open_output_at(state->dir.get(), state->name, ExistingFile::kAppend, kLogMode, path);
+  if (!file) return fail(file.error());
+  state->file = std::move(*file);
   struct stat info {};
-  if (::fstat(state->fd, &info) == 0) state->file_bytes = static_cast<std::uint64_t>(info.st_size);
+  if (::fstat(state->file.get(), &info) == 0)
+    state->file_bytes = static_cast<std::uint64_t>(info.st_size);
   // Detached: close() waits for it with a deadline, and the shared state keeps
   // the memory alive if a write is stuck in the kernel past that deadline.
-  std::thread([state] { writer_loop(state); }).detach();
+  start_signal_free_thread([state] { writer_loop(state); }).detach();
   return std::unique_ptr<RotatingLog>(new RotatingLog(state));
 }
 

@@ -3,6 +3,8 @@
 // rotated file (FILE, FILE.1, ... FILE.<keep-1>), written by its own thread.
 // The job never waits for this disk: when the writer falls behind (a slow or
 // hung filesystem) or a write fails (ENOSPC), the bytes are dropped and counted.
+// Files are opened and rotated by the rules of core/safe_output.h (no symlink
+// followed, relative to the directory opened at the start, created 0640).
 
 #include <cstdint>
 #include <filesystem>
@@ -33,7 +35,8 @@ struct RotatingLogStats {
 /// An asynchronous, rotating log file.
 class RotatingLog {
  public:
-  /// Opens (creates or appends to) the file and starts the writer thread.
+  /// Opens (creates or appends to) the file and starts the writer thread. Refuses
+  /// (kPermissionDenied) a symlink, a non-regular file, a hard link or another user's file.
   [[nodiscard]] static Result<std::unique_ptr<RotatingLog>> open(RotatingLogOptions options);
   ~RotatingLog();
   RotatingLog(const RotatingLog&) = delete;

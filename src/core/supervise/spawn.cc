@@ -62,6 +62,9 @@ Result<Pty> make_pty() {
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  // What the user ignored stays ignored: `nohup headroom run -- job` must not
+  // leave the job open to the SIGHUP of a closing terminal.
+  for (const int sig : options.ignored_signals) ::signal(sig, SIG_IGN);
   if (pty.master >= 0) {
     ::setsid();
     const int slave = ::open(pty.slave_name.c_str(), O_RDWR);
@@ -158,6 +161,16 @@ Result<SpawnedJob> spawn_job(const SpawnOptions& options) {
   job.stderr_fd = options.stderr_terminal ? (options.stdout_terminal ? -1 : pty.master) : err.read;
   job.foreground = job.mode == CaptureMode::kPipe && options.hand_over_foreground;
   return job;
+}
+
+std::vector<int> inherited_ignored_signals() {
+  std::vector<int> ignored;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction action {};
+    if (sig == SIGKILL || sig == SIGSTOP || ::sigaction(sig, nullptr, &action) != 0) continue;
+    if ((action.sa_flags & SA_SIGINFO) == 0 && action.sa_handler == SIG_IGN) ignored.push_back(sig);
+  }
+  return ignored;
 }
 
 void copy_window_size(int terminal_fd, int pty_master) {

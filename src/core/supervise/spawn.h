@@ -32,7 +32,15 @@ struct SpawnOptions {
   /// headroom's stdin is the foreground terminal: in pipe mode the job's group
   /// becomes the terminal's foreground group so it can read it (and gets ^C directly).
   bool hand_over_foreground = false;
+  /// Signals the job keeps ignored (SIG_IGN) instead of resetting to default:
+  /// what headroom itself inherited ignored (`nohup`, a shell's background job).
+  std::vector<int> ignored_signals;
 };
+
+/// The signals whose disposition is SIG_IGN in this process now. Call it before
+/// headroom installs any handling of its own, so it reads what the user's shell,
+/// nohup or parent process set up (execve keeps SIG_IGN, resets handlers).
+[[nodiscard]] std::vector<int> inherited_ignored_signals();
 
 /// A started job.
 struct SpawnedJob {
@@ -45,7 +53,8 @@ struct SpawnedJob {
 };
 
 /// Forks and execs argv[0] (PATH search). The calling thread's signal mask is
-/// reset to empty and every signal disposition to default in the job.
+/// reset to empty in the job, and every signal disposition to default except
+/// `ignored_signals`, which stay ignored (as they would without headroom).
 /// An exec failure is an Error whose code is kNotFound (exit 127) or
 /// kPermissionDenied (exit 126), like a shell.
 [[nodiscard]] Result<SpawnedJob> spawn_job(const SpawnOptions& options);

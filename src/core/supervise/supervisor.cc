@@ -31,13 +31,22 @@ constexpr std::array kForwarded = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SI
 
 bool to_group(int signal) { return signal == SIGINT || signal == SIGQUIT; }
 
-// Restores the signal mask and SIGPIPE disposition on every path out.
+bool contains(const std::vector<int>& signals, int signal) {
+  return std::find(signals.begin(), signals.end(), signal) != signals.end();
+}
+
+// Routes headroom's signals to a signalfd for the duration of a run and
+// restores the mask and the dispositions it changed on every path out. A signal
+// the user ignored (`nohup`: SIGHUP) is left ignored and not forwarded: blocked,
+// it would be queued for the signalfd despite SIG_IGN.
 class SignalScope {
  public:
-  SignalScope() {
+  explicit SignalScope(const std::vector<int>& ignored) {
     sigset_t set;
     sigemptyset(&set);
-    for (const int signal : kForwarded) sigaddset(&set, signal);
+    for (const int signal : kForwarded) {
+      if (!contains(ignored, signal)) sigaddset(&set, signal);
+    }
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGWINCH);
     ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
@@ -46,11 +55,18 @@ class SignalScope {
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGPIPE, &ignore, &old_pipe_);
+    // An inherited SIG_IGN for SIGCHLD would make the kernel reap the job
+    // unseen (no exit status); headroom needs the default here (the job gets
+    // the inherited disposition back in spawn).
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigaction(SIGCHLD, &default_action, &old_child_);
   }
   ~SignalScope() {
     if (fd_ >= 0) ::close(fd_);
     ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
     ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+    ::sigaction(SIGCHLD, &old_child_, nullptr);
   }
   SignalScope(const SignalScope&) = delete;
   SignalScope& operator=(const SignalScope&) = delete;
@@ -59,39 +75,18 @@ class SignalScope {
  private:
   sigset_t previous_{};
   struct sigaction old_pipe_ {};
+  struct sigaction old_child_ {};
   int fd_ = -1;
 };
-
-// After EINTR (retry) or EAGAIN on a non-blocking sink (wait for room): true
-// when the write should be tried again.
-bool retry_write(int fd) {
-  if (errno == EINTR) return true;
-  if (errno != EAGAIN) return false;
-  pollfd wait{fd, POLLOUT, 0};
-  (void)::poll(&wait, 1, -1);
-  return true;
-}
-
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
-    if (wrote < 0) {
-      if (retry_write(fd)) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(wrote));
-  }
-  return true;
-}
 
 // One captured stream: where it comes from and where it goes.
 struct Stream {
   int source = -1;
-  int sink = -1;
+  SinkWriter* writer = nullptr;
   bool sink_broken = false;
-  // Zero-copy path (source and sink pipes, no --log): tee(2) the
-  // bytes into `side`, splice(2) them on to the sink without copying, and read
-  // the side pipe straight into the ring: one copy per byte instead of three.
+  // Zero-copy path (source and sink pipes, no --log): tee(2) the bytes into
+  // `side`, splice(2) them on to the sink without copying, and read the side
+  // pipe straight into the ring: one copy per byte instead of three.
   int side_read = -1;
   int side_write = -1;
 };
@@ -105,7 +100,7 @@ bool is_pipe(int fd) {
 void try_zero_copy(Stream& stream) {
   // Only pipe to pipe: splice(2) to a file opened O_APPEND (`>> log`) or a
   // terminal is refused by some kernels, and those go through read/write.
-  if (stream.source < 0 || !is_pipe(stream.source) || !is_pipe(stream.sink)) return;
+  if (stream.source < 0 || !is_pipe(stream.source) || !is_pipe(stream.writer->fd())) return;
   int side[2];
   if (::pipe2(side, O_CLOEXEC | O_NONBLOCK) != 0) return;
   // tee duplicates at most what the side pipe can hold: as much as the job's pipe.
@@ -120,17 +115,67 @@ void close_side(Stream& stream) {
   stream.side_read = stream.side_write = -1;
 }
 
-// Moves `count` bytes, already known to be in the pipe `from`, to `to`.
-bool splice_all(int from, int to, std::size_t count) {
-  while (count > 0) {
-    const ssize_t moved = ::splice(from, nullptr, to, nullptr, count, SPLICE_F_MOVE);
-    if (moved < 0) {
-      if (retry_write(to)) continue;
-      return false;
+// Moves up to `count` bytes, already known to be in the pipe `from`, to the pipe
+// `to` without ever waiting for room (SPLICE_F_NONBLOCK works on both pipes even
+// when `to` is a blocking fd). Returns the bytes moved, or -1 when `to` is broken.
+ssize_t splice_without_waiting(int from, int to, std::size_t count) {
+  std::size_t moved = 0;
+  while (moved < count) {
+    const ssize_t step =
+        ::splice(from, nullptr, to, nullptr, count - moved, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (step > 0) {
+      moved += static_cast<std::size_t>(step);
+      continue;
     }
-    count -= static_cast<std::size_t>(moved);
+    if (step < 0 && errno == EINTR) continue;
+    if (step < 0 && errno == EPIPE) return -1;
+    break;  // EAGAIN: the reader is behind; the rest goes through the writer's queue
   }
-  return true;
+  return static_cast<ssize_t>(moved);
+}
+
+// "stdout", "stderr", or both when they are one writer.
+void collect_output_stats(const SupervisorOptions& options, SupervisionResult& result) {
+  if (options.stdout_sink == options.stderr_sink) {
+    result.outputs.emplace_back("stdout+stderr", options.stdout_sink->stats());
+    return;
+  }
+  result.outputs.emplace_back("stdout", options.stdout_sink->stats());
+  result.outputs.emplace_back("stderr", options.stderr_sink->stats());
+}
+
+std::uint64_t written(const SupervisorOptions& options) {
+  return options.stdout_sink->written() +
+         (options.stderr_sink == options.stdout_sink ? 0 : options.stderr_sink->written());
+}
+
+// After the job ended: lets a slow reader take the queued output while it makes
+// progress. A reader stalled for `options.output_stall`, or a signal to headroom
+// (a `docker stop` while the output is stuck), ends the wait: the rest is
+// counted as dropped rather than holding headroom's exit forever.
+void flush_outputs(const SupervisorOptions& options, int signal_fd) {
+  std::uint64_t seen = written(options);
+  auto deadline = std::chrono::steady_clock::now() + options.output_stall;
+  bool give_up = false;
+  while (!give_up && !(options.stdout_sink->idle() && options.stderr_sink->idle())) {
+    pollfd wait{signal_fd, POLLIN, 0};
+    if (::poll(&wait, 1, 50) > 0) {
+      signalfd_siginfo info{};
+      while (::read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        const auto signal = static_cast<int>(info.ssi_signo);
+        give_up = give_up || (signal != SIGCHLD && signal != SIGWINCH);
+      }
+    }
+    const std::uint64_t now_written = written(options);
+    if (now_written != seen) {
+      seen = now_written;
+      deadline = std::chrono::steady_clock::now() + options.output_stall;
+    } else if (std::chrono::steady_clock::now() >= deadline) {
+      give_up = true;
+    }
+  }
+  (void)options.stdout_sink->flush(std::chrono::milliseconds(0), give_up);
+  (void)options.stderr_sink->flush(std::chrono::milliseconds(0), give_up);
 }
 
 }  // namespace
@@ -149,25 +194,27 @@ bool mentions_enospc(std::string_view text) {
   });
 }
 
-Result<SupervisionResult> supervise(const Context& context, const SupervisorOptions& options,
+Result<SupervisionResult> supervise(const Context& context, const SupervisorOptions& given,
                                     const SupervisorHooks& hooks) {
+  SupervisorOptions options = given;
+  // First, before headroom changes any disposition: what the user ignored
+  // (nohup's SIGHUP, a shell's SIGINT for a background job) stays ignored in the
+  // job and is not forwarded to it.
+  options.spawn.ignored_signals = inherited_ignored_signals();
   // Orphans of the job (workers whose parent died, daemonised helpers) are
   // re-parented to headroom instead of init, so their exits are ours to see.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  SignalScope signals;  // before any thread starts, so all of them block these
+  SignalScope signals(options.spawn.ignored_signals);  // before the sampler thread starts
   if (signals.fd() < 0) return fail(Error::from_errno(errno, "signalfd"));
+  if (!options.stdout_sink || !options.stderr_sink) {
+    OutputWriters writers = make_output_writers(STDOUT_FILENO, STDERR_FILENO);
+    options.stdout_sink = writers.out;
+    options.stderr_sink = writers.err;
+  }
 
-  std::unique_ptr<RotatingLog> log;
-  if (options.log) {
-    auto opened = RotatingLog::open(*options.log);
-    if (!opened) return fail(opened.error());
-    log = std::move(*opened);
-  }
+  const std::shared_ptr<RotatingLog>& log = options.log;
   auto spawned = spawn_job(options.spawn);
-  if (!spawned) {
-    if (log) (void)log->close();
-    return fail(spawned.error());
-  }
+  if (!spawned) return fail(spawned.error());
   const SpawnedJob job = *spawned;
 
   SupervisionResult result;
@@ -177,7 +224,7 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   JobSampler sampler(context, options, hooks, job.pid, ring);
 
   std::array<Stream, 2> streams{
-      {{job.stdout_fd, options.stdout_fd, false}, {job.stderr_fd, options.stderr_fd, false}}};
+      {{job.stdout_fd, options.stdout_sink.get()}, {job.stderr_fd, options.stderr_sink.get()}}};
   for (Stream& stream : streams) {
     if (stream.source >= 0) (void)::fcntl(stream.source, F_SETFL, O_NONBLOCK);
     if (!log) try_zero_copy(stream);
@@ -211,13 +258,44 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       }
     }
   };
+  // The reader of headroom's output went away (`| head`): stop reading so the
+  // job gets EPIPE on its next write, as it would without headroom.
+  const auto close_broken = [](Stream& stream) {
+    stream.sink_broken = true;
+    ::close(stream.source);
+    stream.source = -1;
+  };
+  // Passes bytes read from the job on; the writer queues them for the sink.
+  const auto pass_on = [&](Stream& stream, std::string_view chunk) {
+    if (stream.sink_broken) return;
+    stream.writer->write(chunk);
+    if (stream.writer->broken()) close_broken(stream);
+  };
   // Reads one chunk and passes it on; false when nothing was read. The hot
-  // path: read, write, memcpy into the ring. Nothing else looks at the bytes here.
+  // path: read, queue for the writer, memcpy into the ring. Nothing else looks at the bytes.
+  const auto pump_read = [&](Stream& stream) {
+    const ssize_t got = ::read(stream.source, buffer.data(), buffer.size());
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
+    if (got <= 0) {  // EOF, or EIO on a pty whose last writer closed
+      ::close(stream.source);
+      stream.source = -1;
+      return false;
+    }
+    const std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
+    pass_on(stream, chunk);
+    ring.append(chunk);
+    if (log) log->write(chunk);
+    return true;
+  };
+  // Zero-copy: tee into the side pipe, splice on to the sink without waiting
+  // for room. While the reader is behind (the writer holds queued bytes), the
+  // read path keeps the order: bytes go to the writer's queue.
   const auto pump_spliced = [&](Stream& stream) {
+    if (!stream.writer->idle()) return pump_read(stream);
     const ssize_t got =
         ::tee(stream.source, stream.side_write, buffer.size() * 4, SPLICE_F_NONBLOCK);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
-    if (got <= 0) {  // EOF (or tee refused: the read path below sees the same)
+    if (got <= 0) {  // EOF (or tee refused: the read path takes over)
       if (got < 0) close_side(stream);
       if (got == 0) {
         ::close(stream.source);
@@ -226,10 +304,19 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       return false;
     }
     const auto count = static_cast<std::size_t>(got);
-    if (!stream.sink_broken && !splice_all(stream.source, stream.sink, count)) {
-      stream.sink_broken = true;  // as in the read path: the job gets EPIPE next
-      ::close(stream.source);
-      stream.source = -1;
+    const ssize_t moved = splice_without_waiting(stream.source, stream.writer->fd(), count);
+    if (moved < 0) {
+      close_broken(stream);
+    } else {
+      // The reader is behind: take the rest out of the job's pipe into the queue.
+      auto rest = count - static_cast<std::size_t>(moved);
+      while (rest > 0) {
+        const ssize_t got_rest =
+            ::read(stream.source, buffer.data(), std::min(rest, buffer.size()));
+        if (got_rest <= 0) break;
+        stream.writer->write({buffer.data(), static_cast<std::size_t>(got_rest)});
+        rest -= static_cast<std::size_t>(got_rest);
+      }
     }
     (void)ring.append_from(stream.side_read, count);
     return true;
@@ -243,24 +330,7 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       last_stream = &stream;
     }
     if (stream.side_read >= 0) return pump_spliced(stream);
-    const ssize_t got = ::read(stream.source, buffer.data(), buffer.size());
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return false;
-    if (got <= 0) {  // EOF, or EIO on a pty whose last writer closed
-      ::close(stream.source);
-      stream.source = -1;
-      return false;
-    }
-    const std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
-    if (!stream.sink_broken && !write_all(stream.sink, chunk)) {
-      // Our stdout was closed (`| head`): stop reading so the job gets EPIPE
-      // on its next write, as it would without headroom.
-      stream.sink_broken = true;
-      ::close(stream.source);
-      stream.source = -1;
-    }
-    ring.append(chunk);
-    if (log) log->write(chunk);
-    return true;
+    return pump_read(stream);
   };
 
   for (;;) {
@@ -321,6 +391,8 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   if (job.foreground) take_back_foreground(STDIN_FILENO);
   sampler.stop(result);
   reap();
+  flush_outputs(options, signals.fd());
+  collect_output_stats(options, result);
   // Still-running processes of the job (orphans that outlived the grace).
   for (const auto& [pid, identity] : result.processes) {
     if (pid != job.pid && ::kill(pid, 0) == 0 &&

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/supervise/rotating_log.h"
+#include "core/supervise/sink_writer.h"
 #include "core/supervise/spawn.h"
 #include "core/supervise/timeline.h"
 
@@ -32,10 +34,17 @@ namespace headroom {
 /// How to supervise.
 struct SupervisorOptions {
   SpawnOptions spawn;
-  int stdout_fd = 1;                  ///< where the job's stdout goes
-  int stderr_fd = 2;                  ///< where its stderr goes
+  /// Where the job's stdout and stderr go (headroom's own), written from threads
+  /// that never block the output path (sink_writer.h); one writer for both when
+  /// they are the same file. Null: writers for fds 1 and 2 are made here.
+  std::shared_ptr<SinkWriter> stdout_sink;
+  std::shared_ptr<SinkWriter> stderr_sink;
   std::size_t ring_bytes = 4u << 20;  ///< output kept for the post-mortem
-  std::optional<RotatingLogOptions> log;
+  /// --log, opened by the caller, so that a refused path stops the run before the job starts.
+  std::shared_ptr<RotatingLog> log;
+  /// After the job ended, how long a reader of headroom's output may make no
+  /// progress before the rest of the queued output is given up (and counted).
+  std::chrono::milliseconds output_stall{5000};
   std::chrono::milliseconds interval{1000};
   std::chrono::milliseconds timeline_window{std::chrono::minutes(10)};
   /// No output for this long, while the last output mentions ENOSPC: stalled
@@ -88,12 +97,24 @@ struct SupervisionResult {
   std::map<pid_t, ProcessIdentity> processes;  ///< every process of the tree seen by a sample
   Timeline timeline{1};
   std::optional<Sample> final_host;  ///< one host sample after the job ended (same cgroup only)
+  /// headroom's own memory cgroup's high-water mark (memory.peak, v1 max_usage_in_bytes)
+  /// when the job started and after it ended: a mark that rose was set by the job (or
+  /// whatever else shares the cgroup), and is the kernel's own accounting of its peak.
+  struct CgroupPeak {
+    std::string path;
+    std::optional<std::uint64_t> at_start;
+    std::optional<std::uint64_t> at_end;
+  };
+  std::optional<CgroupPeak> cgroup_peak;
   std::vector<ForwardedSignal> forwarded;
   std::optional<std::string> on_critical;  ///< why the --on-critical signal was sent
   std::optional<Stall> stall;
   std::vector<AlertEvent> alerts;
   std::string output_tail;
   std::uint64_t output_bytes = 0;
+  /// How headroom's stdout and stderr fared ("stdout", "stderr", or "stdout+stderr"
+  /// when both are one file): bytes a stalled reader did not take are counted here.
+  std::vector<std::pair<std::string, SinkStats>> outputs;
   std::optional<RotatingLogStats> log;
   std::vector<pid_t> left_running;      ///< processes of the job still alive when headroom returned
   std::vector<std::string> unreadable;  ///< what sampling could not see (deduplicated)

@@ -48,6 +48,10 @@ TEST(ParseOomEvents, MergesTheLinesOfOneMemcgKill) {
   EXPECT_TRUE(event.reaped);
   ASSERT_TRUE(event.time);
   EXPECT_EQ(*event.time, boot + seconds(5));
+  // The sequence number orders it exactly against a mark taken before a job started.
+  EXPECT_EQ(event.sequence, 2003U);
+  EXPECT_EQ(next_sequence(KernelLog{records, boot}), 2006U);
+  EXPECT_EQ(next_sequence(KernelLog{}), 0U);
 }
 
 TEST(ParseOomEvents, HostWideAndOldKernelForms) {

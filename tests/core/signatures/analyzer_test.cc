@@ -137,6 +137,30 @@ TEST(LogAnalyzer, ExitStatusFromTheCallerCounts) {
   EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kMedium);
 }
 
+// headroom's own save_checkpoint raises DiskFull (DiskFullError since PEP 8 naming): its
+// line names the checkpoint, so the verdict is certain and placed by that path.
+TEST(LogAnalyzer, HeadroomsOwnDiskFullIsACertainDiskFullAtItsPath) {
+  for (const char* line :
+       {"headroom.DiskFull: [Errno 28] not enough space for the checkpoint: 2.0 MiB free in "
+        "/ckpt, need 5.2 MiB (expected 4.0 MiB + margin); nothing was written, the previous "
+        "checkpoints are intact: '/ckpt/step_000100.pt'\n",
+        "headroom.checkpoint.DiskFullError: [Errno 28] the disk filled while writing the "
+        "checkpoint (0 B free in /ckpt); the partial file was removed, nothing else was "
+        "removed, the previous complete checkpoints are intact: '/ckpt/step_000150.pt'\n"}) {
+    const Diagnosis diagnosis = analyze_text(line);
+    ASSERT_NE(diagnosis.verdict(), nullptr) << line;
+    EXPECT_EQ(diagnosis.verdict()->cause, "disk_full") << line;
+    EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kHigh) << line;
+    ASSERT_FALSE(diagnosis.fields.paths.empty()) << line;
+    EXPECT_EQ(diagnosis.fields.paths.front().rfind("/ckpt/step_000", 0), 0u) << line;
+  }
+  // A checkpoint saved into /dev/shm is shared memory running out, not the disk.
+  EXPECT_EQ(verdict_cause(analyze_text(
+                "headroom.DiskFull: [Errno 28] not enough space for the checkpoint: 1.0 MiB free "
+                "in /dev/shm, need 5.2 MiB; nothing was written: '/dev/shm/step_000100.pt'\n")),
+            "shm_too_small");
+}
+
 TEST(LogAnalyzer, NothingKnownGivesNoVerdict) {
   EXPECT_EQ(analyze_text("").verdict(), nullptr);
   EXPECT_EQ(analyze_text("epoch 1 loss 0.3\nall good\n").verdict(), nullptr);

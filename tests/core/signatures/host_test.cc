@@ -76,7 +76,11 @@ TEST(RemediesFor, ShmTooSmallSaysTheResizeOnceAndPointsAtStaleSegments) {
   host.kind = RuntimeKind::kHost;
   const std::vector<std::string> lines = remedies_for(diagnosis, host);
   ASSERT_FALSE(lines.empty());
-  EXPECT_EQ(lines.front(), "sudo mount -o remount,size=2048m /dev/shm");
+  // Without the job's shape: the size `check` asks for without one (kShmSizeWithoutShape).
+  EXPECT_EQ(lines.front(), "sudo mount -o remount,size=1024m /dev/shm");
+  // With the size the shm.capacity check recommended for the job's shape: that one.
+  EXPECT_EQ(remedies_for(diagnosis, host, 144ULL << 20).front(),
+            "sudo mount -o remount,size=144m /dev/shm");
   for (const std::string& line : lines) {
     EXPECT_FALSE(line.starts_with("give the job a larger")) << line;
   }

@@ -46,12 +46,42 @@ TEST(ClassifyRoles, NamesTorchrunRanksAndTheirWorkers) {
   EXPECT_EQ(role_id(find(tree, 23).role), "dataloader_worker");
 }
 
-TEST(ClassifyRoles, SpawnedWorkersAreRecognisedByTheirCommandLine) {
-  std::vector<ProcessIdentity> tree = {process(30, 1, "python3"), process(31, 30, "python3")};
+// Issue 20 #11: torch.multiprocessing.spawn's processes were "DataLoader worker" in a job
+// with no DataLoader. They are "process N" as PyTorch numbers them ("-- Process 1
+// terminated with the following error"); the resource tracker is a helper, not a worker.
+// (Recorded from mp.spawn(nprocs=2) with gloo under Debian's torch 1.13.)
+TEST(ClassifyRoles, SpawnedProcessesAreNumberedAsPytorchNumbersThem) {
+  // Each spawned child gets its own pipe: the command lines differ in pipe_handle.
+  const auto spawned = [](int pipe) {
+    return std::vector<std::string>{"/usr/bin/python3", "-c",
+                                    "from multiprocessing.spawn import spawn_main; "
+                                    "spawn_main(tracker_fd=7, pipe_handle=" +
+                                        std::to_string(pipe) + ")",
+                                    "--multiprocessing-fork"};
+  };
+  std::vector<ProcessIdentity> tree = {process(30, 1, "python3"), process(31, 30, "python3"),
+                                       process(32, 30, "python3"), process(33, 30, "python3"),
+                                       process(34, 33, "python3")};
+  tree[0].cmdline = {"/usr/bin/python3", "train.py"};
   tree[1].cmdline = {"/usr/bin/python3", "-c",
-                     "from multiprocessing.spawn import spawn_main; spawn_main()"};
+                     "from multiprocessing.resource_tracker import main;main(6)"};
+  tree[2].cmdline = spawned(9);
+  tree[3].cmdline = spawned(11);
+  tree[4].cmdline = spawned(11);  // a DataLoader worker forked by process 1
   classify_roles(tree, 30);
-  EXPECT_EQ(describe_role(find(tree, 31)), "DataLoader worker");
+  EXPECT_EQ(describe_role(find(tree, 31)), "process");
+  EXPECT_EQ(describe_role(find(tree, 32)), "process 0");
+  EXPECT_EQ(describe_role(find(tree, 33)), "process 1");
+  EXPECT_EQ(role_id(find(tree, 33).role), "spawned");
+  EXPECT_EQ(describe_role(find(tree, 34)), "DataLoader worker of process 1");
+}
+
+TEST(ClassifyRoles, APythonChildWithItsOwnCommandLineIsNotAWorker) {
+  std::vector<ProcessIdentity> tree = {process(50, 1, "python3"), process(51, 50, "python3")};
+  tree[0].cmdline = {"/usr/bin/python3", "train.py"};
+  tree[1].cmdline = {"/usr/bin/python3", "evaluate.py"};
+  classify_roles(tree, 50);
+  EXPECT_EQ(describe_role(find(tree, 51)), "process");
 }
 
 TEST(ClassifyRoles, AShellChildIsJustAProcess) {
