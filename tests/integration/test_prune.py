@@ -22,11 +22,19 @@ def set_mtime(path: Path, when: float) -> None:
         os.utime(child, (when, when), follow_symlinks=False)
 
 
+def safetensors(floats: int) -> bytes:
+    """A valid safetensors file of one float32 tensor (random values)."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [floats],
+                               "data_offsets": [0, 4 * floats]}}).encode()
+    header += b" " * (-len(header) % 8)
+    return len(header).to_bytes(8, "little") + header + os.urandom(4 * floats)
+
+
 def hf_checkpoint(root: Path, step: int, when: float, best: str | None = None) -> Path:
     d = root / f"checkpoint-{step}"
     d.mkdir(parents=True)
     (d / "config.json").write_text('{"model_type": "gpt2"}')
-    (d / "model.safetensors").write_bytes(os.urandom(200_000))
+    (d / "model.safetensors").write_bytes(safetensors(50_000))
     (d / "optimizer.pt").write_bytes(os.urandom(400_000))
     state = {"global_step": step, "best_model_checkpoint": best, "log_history": []}
     (d / "trainer_state.json").write_text(json.dumps(state))
@@ -123,7 +131,10 @@ def test_lightning_checkpoints_with_last_and_best(headroom, scratch):
         "epoch=5-step=600-val_loss=0.70.ckpt": "keep",
         "last.ckpt": "keep"}
     assert "best by val_loss = 0.3" in reasons(report, "epoch=2-step=300-val_loss=0.30.ckpt")
-    assert "no step number" in reasons(report, "last.ckpt") and "best/last" in reasons(report, "last.ckpt")
+    # last.ckpt is a series of its own (no step), and its name marks it.
+    assert "best/last" in reasons(report, "last.ckpt")
+    assert {series["name"] for series in report["series"]} == {
+        "epoch={E}-step={N}-val_loss={M}.ckpt", "last.ckpt"}
 
     text = prune(headroom, str(ckpts), "--keep-last", "2", "--keep-best", "1")
     assert text.returncode == 0
@@ -194,15 +205,77 @@ def test_deepspeed_latest_file_and_temporary_names(headroom, scratch):
         d.mkdir()
         (d / "mp_rank_00_model_states.pt").write_bytes(os.urandom(20_000))
         set_mtime(d, now - 100 + i)
-    (scratch / "latest").write_text("global_step100\n")
+    (scratch / "latest").write_text("global_step300\n")
     tmp = scratch / "tmp-checkpoint-400"
     tmp.mkdir()
     (tmp / "model.safetensors").write_bytes(b"partial")
     report = plan(headroom, str(scratch), "--keep-last", "1")
-    assert decisions(report) == {"global_step100": "keep", "global_step200": "delete",
+    assert decisions(report) == {"global_step100": "delete", "global_step200": "delete",
                                  "global_step300": "keep", "tmp-checkpoint-400": "keep"}
-    assert "named by DeepSpeed's 'latest' file" in reasons(report, "global_step100")
+    assert "named by DeepSpeed's 'latest' file" in reasons(report, "global_step300")
     assert "temporary name" in reasons(report, "tmp-checkpoint-400")
+    # DeepSpeed writes `latest` once every rank has saved: a newer tag is not finished,
+    # counts for nothing, and pushes no complete checkpoint out.
+    (scratch / "latest").write_text("global_step200\n")
+    report = plan(headroom, str(scratch), "--keep-last", "1")
+    assert decisions(report)["global_step100"] == "delete"
+    assert decisions(report)["global_step200"] == "keep"
+    assert "newest complete" in reasons(report, "global_step200")
+    assert decisions(report)["global_step300"] == "keep"
+    assert "newer than global_step200, which DeepSpeed's 'latest' names" in reasons(
+        report, "global_step300")
+
+
+# Hugging Face Trainer checkpoints on a small disk; the save of checkpoint-1000 dies
+# of ENOSPC after a few KB of model.safetensors, leaving nothing else in it.
+ENOSPC_SAVE = r"""
+import json, os, sys
+sys.path.insert(0, os.environ["TESTS"])
+from test_prune import hf_checkpoint, set_mtime
+from pathlib import Path
+import time
+out = Path(os.environ["OUT"])
+now = time.time()
+hf_checkpoint(out, 800, now - 200)
+hf_checkpoint(out, 900, now - 100)
+with open(out / "filler", "wb") as f:             # the disk fills up (another job's logs)
+    free = os.statvfs(out).f_bavail * os.statvfs(out).f_frsize
+    f.write(b"x" * (free - 12288))
+(out / "checkpoint-1000").mkdir()
+source = (out / "checkpoint-900" / "model.safetensors").read_bytes()
+try:
+    with open(out / "checkpoint-1000" / "model.safetensors", "wb") as f:
+        f.write(source)
+        f.flush()
+    print("NOT FULL")
+except OSError as error:
+    print("ENOSPC", error.errno)
+"""
+
+
+def test_a_save_that_died_of_enospc_keeps_the_last_good_checkpoints(headroom, scratch):
+    out = scratch / "output"
+    out.mkdir()
+    (scratch / "save.py").write_text(ENOSPC_SAVE)
+    script = f"""
+mount -t tmpfs -o size=2m tmpfs "{out}"
+OUT="{out}" TESTS="{Path(__file__).parent}" "$PY" "{scratch / 'save.py'}"
+ls -la "{out}/checkpoint-1000"
+"$HEADROOM" prune --json "{out}" --keep-last 2 > "{scratch / 'plan.json'}" || true
+"$HEADROOM" prune "{out}" --keep-last 2 --yes
+ls "{out}"
+"""
+    result = in_namespace(script, env={"SCRATCH": str(scratch)})
+    assert "ENOSPC 28" in result.stdout, result.stdout + result.stderr
+    report = json.loads((scratch / "plan.json").read_text())
+    assert decisions(report) == {"checkpoint-800": "keep", "checkpoint-900": "keep",
+                                 "checkpoint-1000": "keep"}, report
+    newest = next(item for item in report["checkpoints"] if item["name"] == "checkpoint-1000")
+    assert newest["complete"] is False, newest
+    assert "model.safetensors: holds" in newest["incomplete_reason"], newest
+    assert "newest complete checkpoint" in reasons(report, "checkpoint-900")
+    listing = result.stdout.split()
+    assert "checkpoint-800" in listing and "checkpoint-900" in listing, result.stdout
 
 
 def test_never_crosses_a_mount_inside_a_checkpoint(headroom, scratch):

@@ -1,6 +1,7 @@
 #include "core/prune/checkpoints.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "core/inuse/inuse_index.h"
+#include "core/inuse/lease_probe.h"
 #include "core/unique_fd.h"
 #include "core/walk/dirents.h"
 
@@ -129,11 +131,11 @@ Checkpoint* find(std::vector<Checkpoint>& checkpoints, std::string_view name) {
 void mark_named(int dir_fd, const std::filesystem::path& dir,
                 const std::vector<std::pair<std::string, walk::FileStat>>& others,
                 std::vector<Checkpoint>& checkpoints) {
-  auto name_it = [&](std::string_view name, const std::string& why) {
-    if (Checkpoint* checkpoint = find(checkpoints, name);
-        checkpoint && checkpoint->named_by.empty()) {
-      checkpoint->named_by = why;
-    }
+  auto name_it = [&](std::string_view name, const std::string& why, bool latest = false) {
+    Checkpoint* checkpoint = find(checkpoints, name);
+    if (checkpoint == nullptr) return;
+    if (checkpoint->named_by.empty()) checkpoint->named_by = why;
+    checkpoint->latest_marker = checkpoint->latest_marker || latest;
   };
   for (const auto& [name, stat] : others) {
     if (stat.kind == walk::FileKind::kSymlink) {
@@ -156,7 +158,7 @@ void mark_named(int dir_fd, const std::filesystem::path& dir,
     } else if (stat.kind == walk::FileKind::kFile && name.rfind("latest", 0) == 0 &&
                stat.apparent_bytes < 4096) {
       if (auto text = read_small_at(dir_fd, name, 4096)) {
-        name_it(trim(*text), "named by DeepSpeed's '" + name + "' file");
+        name_it(trim(*text), "named by DeepSpeed's '" + name + "' file", true);
       }
     }
   }
@@ -174,6 +176,49 @@ void mark_named(int dir_fd, const std::filesystem::path& dir,
     name_it(std::filesystem::path(best->get<std::string>()).filename().string(),
             "best_model_checkpoint in " + name + "/trainer_state.json");
   }
+}
+
+/// The first file of a checkpoint whose format says it was cut short.
+std::string damage_of(int dir_fd, const Checkpoint& checkpoint) {
+  // Each check reads at most the file's head and its last 64 KiB.
+  constexpr std::size_t kMaxChecked = 64;
+  if (!checkpoint.directory) return format_damage(dir_fd, checkpoint.name);
+  std::size_t checked = 0;
+  for (const ContentFile& file : checkpoint.contents) {
+    if (++checked > kMaxChecked) break;
+    std::string damage = format_damage(dir_fd, checkpoint.name + "/" + file.path);
+    if (!damage.empty()) return file.path + ": " + damage;
+  }
+  return "";
+}
+
+/// Whether the writer of a save temp is still at work: its pid, the holders the
+/// index found, and the kernel's answer whether anyone has the file open.
+WriterState writer_state(const Context& context, int dir_fd, const Checkpoint& temp,
+                         const std::optional<InUseIndex>& index) {
+  if (!temp.holders.empty()) return WriterState::kAlive;
+  std::error_code error;
+  if (std::filesystem::exists(context.root.proc(std::to_string(temp.temp.pid)), error)) {
+    return WriterState::kAlive;  // (or its pid was reused: wait until that one exits)
+  }
+  const UniqueFd file(
+      ::openat(dir_fd, temp.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const LeaseAnswer lease = file.ok() ? lease_probe(file.get()) : LeaseAnswer::kUnknown;
+  if (lease == LeaseAnswer::kInUse) return WriterState::kAlive;
+  if (lease == LeaseAnswer::kUnused || (index && index->complete())) return WriterState::kGone;
+  return WriterState::kUnknown;
+}
+
+/// Whether `name` is one of the entries the scan was asked for.
+bool wanted(const CheckpointScanOptions& options, std::string_view name, bool directory,
+            walk::FileKind kind) {
+  if (kind != walk::FileKind::kFile && kind != walk::FileKind::kDirectory) return false;
+  if (!options.glob.empty()) {
+    return ::fnmatch(options.glob.c_str(), std::string(name).c_str(), 0) == 0;
+  }
+  if (!options.series.empty()) return series_template(name, directory) == options.series;
+  return directory ? is_checkpoint_dir_name(name)
+                   : kind == walk::FileKind::kFile && is_checkpoint_file_name(name);
 }
 
 }  // namespace
@@ -196,10 +241,14 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
         if (walk::stat_at(dir.get(), checkpoint.name.c_str(), checkpoint.stat) != 0) return;
         const walk::FileStat& stat = checkpoint.stat;
         const bool directory = stat.kind == walk::FileKind::kDirectory;
-        const bool candidate =
-            directory ? is_checkpoint_dir_name(name)
-                      : stat.kind == walk::FileKind::kFile && is_checkpoint_file_name(name);
-        if (!candidate) {
+        if (auto temp = parse_save_temp(name); temp && stat.kind == walk::FileKind::kFile) {
+          checkpoint.kind = EntryKind::kSaveTemp;
+          checkpoint.temp = std::move(*temp);
+          checkpoint.parsed.temporary = true;
+          scan.checkpoints.push_back(std::move(checkpoint));
+          return;
+        }
+        if (!wanted(options, name, directory, stat.kind)) {
           others.emplace_back(checkpoint.name, stat);
           return;
         }
@@ -236,6 +285,12 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
     checkpoint.tally = *tally;
     if (index)
       checkpoint.holders = collect_holders(*index, options.dir, checkpoint, std::move(watched));
+    if (checkpoint.kind == EntryKind::kSaveTemp) {
+      checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
+    } else if (options.contents) {
+      if (checkpoint.directory) checkpoint.contents = list_contents(dir.get(), checkpoint.name);
+      checkpoint.damage = damage_of(dir.get(), checkpoint);
+    }
   }
   // A checkpoint being written grows between two looks; torch.save and
   // safetensors write sequentially, so 200 ms catches any live writer.

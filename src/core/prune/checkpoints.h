@@ -1,8 +1,10 @@
 #pragma once
 // Finds the checkpoints in one directory and everything prune must know
-// before deciding: sizes, step numbers, who holds them, whether they are
-// still growing, and which are named by a symlink, a DeepSpeed `latest` file
-// or a Hugging Face trainer_state.json.
+// before deciding: sizes, step numbers, series, who holds them, whether they
+// are still growing, what is inside them (to compare with their siblings),
+// which are named by a symlink, a DeepSpeed `latest` file or a Hugging Face
+// trainer_state.json, and the temp files of headroom.save_checkpoint with
+// whether their writer is still alive.
 
 #include <chrono>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/prune/checkpoint_name.h"
+#include "core/prune/contents.h"
 #include "core/walk/walker.h"
 
 namespace headroom {
@@ -25,9 +28,23 @@ struct CheckpointHolder {
   std::string how;  ///< "fd", "mmap", "cwd", ...
 };
 
-/// One checkpoint file or directory, a direct child of the pruned directory.
+/// Whether the process that wrote a save temp is still at work.
+enum class WriterState {
+  kAlive,    ///< its pid lives, or something holds the file open
+  kGone,     ///< its pid is gone and nothing holds the file: the save died
+  kUnknown,  ///< nobody visible holds it, but not every process could be inspected
+};
+
+/// What an entry of the directory is.
+enum class EntryKind {
+  kCheckpoint,  ///< a checkpoint file or directory
+  kSaveTemp,    ///< ".<name>.headroom-tmp-<pid>-<id>" of headroom.save_checkpoint
+};
+
+/// One checkpoint file or directory (or save temp), a direct child of the pruned directory.
 struct Checkpoint {
   std::string name;
+  EntryKind kind = EntryKind::kCheckpoint;
   bool directory = false;
   walk::FileStat stat;  ///< of the entry itself (identity re-checked before removal)
   walk::Tally tally;    ///< the whole subtree for a directory
@@ -36,6 +53,16 @@ struct Checkpoint {
   bool growing = false;  ///< size or newest mtime changed across the settle interval
   /// Why something else names it: "symlink 'latest' points to it", ...; empty when nothing does.
   std::string named_by;
+  /// DeepSpeed's `latest` file names it: the newest save every rank finished.
+  bool latest_marker = false;
+  /// The files of a directory checkpoint (empty for a file, or when not listed).
+  std::vector<ContentFile> contents;
+  /// Why its own format says it was cut short ("model.safetensors: holds 3.0 KiB of ..."); empty
+  /// when intact or not checkable.
+  std::string damage;
+  /// kSaveTemp: the name it was to become, its writer and whether that writer lives.
+  SaveTempName temp;
+  WriterState writer = WriterState::kUnknown;
 };
 
 /// What to scan.
@@ -44,6 +71,13 @@ struct CheckpointScanOptions {
   /// Interval between the two measurements that detect a checkpoint still being written.
   std::chrono::milliseconds settle{200};
   bool in_use = true;  ///< scan /proc for holders
+  /// Only the members of this series (a series_template, e.g. "step_{N}.pt"), whatever
+  /// their extension; empty: every checkpoint-named entry.
+  std::string series;
+  /// Only entries whose name matches this glob (fnmatch), whatever they are called; empty: off.
+  std::string glob;
+  /// List the files of checkpoint directories and check file formats (completeness).
+  bool contents = true;
 };
 
 /// The checkpoints of one directory.

@@ -15,7 +15,8 @@ std::size_t PruneResult::not_removed() const {
 }
 
 Result<PruneResult> run_prune(const Context& context, const PruneOptions& options) {
-  CheckpointScanOptions scan_options{options.dir, options.settle, options.in_use};
+  CheckpointScanOptions scan_options{options.dir,    options.settle, options.in_use,
+                                     options.series, options.glob,   true};
   auto scan = scan_checkpoints(context, scan_options);
   if (!scan) return fail(scan.error());
   auto plan = plan_retention(scan->checkpoints, options.policy);

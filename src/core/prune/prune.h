@@ -26,6 +26,9 @@ struct PruneOptions {
   bool remove = false;                    ///< false: plan only (dry run)
   bool in_use = true;                     ///< consult the in-use index
   std::vector<int> ignore_unreadable;     ///< pids vouched for (docs/safety.md)
+  /// Only this series (a series_template) or glob; see CheckpointScanOptions.
+  std::string series;
+  std::string glob;
 };
 
 /// The plan and, when removing, what happened.

@@ -17,6 +17,31 @@ std::string display_name(const Checkpoint& checkpoint) {
   return checkpoint.directory ? checkpoint.name + "/" : checkpoint.name;
 }
 
+std::size_t count_checkpoints(const PruneResult& result) {
+  std::size_t count = 0;
+  for (const Checkpoint& checkpoint : result.scan.checkpoints) {
+    count += checkpoint.kind == EntryKind::kCheckpoint;
+  }
+  return count;
+}
+
+std::string_view kind_name(const Checkpoint& checkpoint) {
+  if (checkpoint.kind == EntryKind::kSaveTemp) return "save_temp";
+  return checkpoint.directory ? "directory" : "file";
+}
+
+std::string_view writer_name(WriterState state) {
+  switch (state) {
+    case WriterState::kAlive:
+      return "alive";
+    case WriterState::kGone:
+      return "gone";
+    case WriterState::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
 std::string number_text(const CheckpointName& parsed) {
   if (parsed.step) return std::to_string(*parsed.step);
   if (parsed.epoch) return "e" + std::to_string(*parsed.epoch);
@@ -45,15 +70,18 @@ std::string_view status_name(RemovalStatus status) {
 std::string headline(const PruneResult& result, const TextStyle& style) {
   const std::string dir = result.scan.dir.string();
   if (result.scan.checkpoints.empty()) return fmt::format("{}: no checkpoints found\n", dir);
+  const std::size_t checkpoints = count_checkpoints(result);
   if (result.plan.deletions == 0) {
-    return fmt::format("{}: nothing to prune: all {} checkpoints are kept\n", dir,
-                       result.scan.checkpoints.size());
+    return fmt::format("{}: nothing to prune: all {} checkpoints are kept\n", dir, checkpoints);
   }
+  const std::size_t temps = result.scan.checkpoints.size() - checkpoints;
+  const std::string of_what =
+      temps > 0 ? fmt::format("{} checkpoints and {} save temps", checkpoints, temps)
+                : fmt::format("{} checkpoints", checkpoints);
   if (!result.removed) {
-    return fmt::format(
-        "{}: would delete {} of {} checkpoints, freeing {} (dry run: add --yes to delete)\n", dir,
-        result.plan.deletions, result.scan.checkpoints.size(),
-        paint(style, kRed, format_bytes(result.plan.delete_bytes)));
+    return fmt::format("{}: would delete {} of {}, freeing {} (dry run: add --yes to delete)\n",
+                       dir, result.plan.deletions, of_what,
+                       paint(style, kRed, format_bytes(result.plan.delete_bytes)));
   }
   std::string line = fmt::format("{}: deleted {} checkpoints, freed {}", dir,
                                  result.outcomes.size() - result.not_removed(),
@@ -68,11 +96,22 @@ std::string headline(const PruneResult& result, const TextStyle& style) {
 std::string render_prune_text(const PruneResult& result, const TextStyle& style) {
   std::string out = headline(result, style);
   if (result.scan.checkpoints.empty()) return out;
-  out += fmt::format("Ordered by {}.\n\n", result.plan.ordered_by);
-  out += fmt::format("{:<8}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n", "ACTION", "SIZE", "STEP", "AGE",
-                     "NAME", "WHY");
+  std::optional<std::size_t> shown_series;
   for (const PlannedCheckpoint& item : result.plan.items) {
     const Checkpoint& checkpoint = result.scan.checkpoints[item.index];
+    if (item.series != shown_series) {
+      // One block per series (the names that share all but the step), then the save temps.
+      shown_series = item.series;
+      if (item.series == kNoSeries) {
+        out += "\nTemp files of headroom.save_checkpoint:\n";
+      } else {
+        const SeriesPlan& series = result.plan.series[item.series];
+        out += fmt::format("\nSeries {} ({} checkpoint{}, ordered by {}):\n", series.name,
+                           series.members, series.members == 1 ? "" : "s", series.ordered_by);
+      }
+      out += fmt::format("{:<8}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n", "ACTION", "SIZE", "STEP",
+                         "AGE", "NAME", "WHY");
+    }
     std::string action = item.decision == Decision::kKeep ? "keep" : "delete";
     std::string why = fmt::format("{}", fmt::join(item.reasons, "; "));
     if (const RemovalOutcome* outcome = outcome_of(result, item.index)) {
@@ -112,7 +151,12 @@ nlohmann::ordered_json prune_to_json(const PruneResult& result) {
     nlohmann::ordered_json json = {
         {"name", checkpoint.name},
         {"path", (result.scan.dir / checkpoint.name).string()},
-        {"type", checkpoint.directory ? "directory" : "file"},
+        {"type", kind_name(checkpoint)},
+        {"series", item.series == kNoSeries
+                       ? nlohmann::ordered_json(nullptr)
+                       : nlohmann::ordered_json(result.plan.series[item.series].name)},
+        {"complete", item.complete},
+        {"incomplete_reason", item.incomplete},
         {"step",
          checkpoint.parsed.step ? nlohmann::ordered_json(*checkpoint.parsed.step) : nullptr},
         {"epoch",
@@ -126,11 +170,27 @@ nlohmann::ordered_json prune_to_json(const PruneResult& result) {
         {"decision", item.decision == Decision::kKeep ? "keep" : "delete"},
         {"reasons", item.reasons},
     };
+    if (checkpoint.kind == EntryKind::kSaveTemp) {
+      json["target"] = checkpoint.temp.target;
+      json["writer_pid"] = checkpoint.temp.pid;
+      json["writer"] = writer_name(checkpoint.writer);
+    }
     if (const RemovalOutcome* outcome = outcome_of(result, item.index)) {
       json["outcome"] = status_name(outcome->status);
       json["outcome_reason"] = outcome->reason;
     }
     items.push_back(std::move(json));
+  }
+  nlohmann::ordered_json series = nlohmann::ordered_json::array();
+  for (const SeriesPlan& plan : result.plan.series) {
+    series.push_back(
+        {{"name", plan.name},
+         {"ordered_by", plan.ordered_by},
+         {"members", plan.members},
+         {"newest_complete",
+          plan.newest_complete
+              ? nlohmann::ordered_json(result.scan.checkpoints[*plan.newest_complete].name)
+              : nlohmann::ordered_json(nullptr)}});
   }
   const RetentionPolicy& policy = result.policy;
   return {
@@ -145,6 +205,7 @@ nlohmann::ordered_json prune_to_json(const PruneResult& result) {
                  : result.plan.mode == MetricMode::kMax ? "max"
                                                         : ""},
         {"keep_every", policy.keep_every}}},
+      {"series", series},
       {"checkpoints", items},
       {"delete_count", result.plan.deletions},
       {"delete_bytes", result.plan.delete_bytes},

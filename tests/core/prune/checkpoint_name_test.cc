@@ -72,5 +72,46 @@ TEST(IsCheckpointName, AcceptsSeriesMembersAndRejectsPartsOfOneModel) {
   }
 }
 
+TEST(SeriesTemplate, TakesOutOnlyTheNumbersThatVaryAlongASeries) {
+  const struct {
+    const char* name;
+    bool directory;
+    const char* series;
+  } cases[] = {
+      {"step_000100.pt", false, "step_{N}.pt"},
+      {"checkpoint-500", true, "checkpoint-{N}/"},
+      {"tmp-checkpoint-700", true, "checkpoint-{N}/"},  // a save in progress joins its series
+      {"global_step2000", true, "global_step{N}/"},
+      {"epoch=3-step=400.ckpt", false, "epoch={E}-step={N}.ckpt"},
+      {"epoch=3-val_loss=0.12.ckpt", false, "epoch={E}-val_loss={M}.ckpt"},
+      {"fold0_epoch_009.pt", false, "fold0_epoch_{E}.pt"},
+      {"fold1_epoch_002.pt", false, "fold1_epoch_{E}.pt"},
+      {"model_step_1200.pth", false, "model_step_{N}.pth"},
+      {"ckpt-1000.pth", false, "ckpt-{N}.pth"},
+      {"ckpt-1000.pth.tmp", false, "ckpt-{N}.pth"},
+      {"state_100.pth.tar", false, "state_{N}.pth.tar"},  // an extension not known as such
+      {"resnet50.pt", false, "resnet50.pt"},              // no step: a series of one
+      {"resnet-50.pt", false, "resnet-50.pt"},            // an architecture's size, not a step
+      {"vgg_16.pth", false, "vgg_16.pth"},
+      {"last.ckpt", false, "last.ckpt"},
+      {"v2_model_500.pt", false, "v2_model_{N}.pt"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(series_template(c.name, c.directory), c.series) << c.name;
+  }
+  EXPECT_NE(series_template("checkpoint-5", true), series_template("checkpoint-5", false));
+}
+
+TEST(ParseSaveTemp, ReadsTargetAndWriter) {
+  const auto temp = parse_save_temp(".step_000100.pt.headroom-tmp-4242-0a1b2c3d");
+  ASSERT_TRUE(temp);
+  EXPECT_EQ(temp->target, "step_000100.pt");
+  EXPECT_EQ(temp->pid, 4242);
+  for (const char* name : {"step_000100.pt", ".step.headroom-tmp-", ".x.headroom-tmp-0-aa",
+                           "x.headroom-tmp-12-aa", ".x.headroom-tmp-abc-12"}) {
+    EXPECT_FALSE(parse_save_temp(name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace headroom

@@ -36,7 +36,10 @@ class RemovalTest : public ::testing::Test {
   }
 
   Result<CheckpointScan> scan() {
-    CheckpointScanOptions options{dir_, std::chrono::milliseconds(0), false};
+    CheckpointScanOptions options;
+    options.dir = dir_;
+    options.settle = std::chrono::milliseconds(0);
+    options.in_use = false;
     return scan_checkpoints(context_, options);
   }
 

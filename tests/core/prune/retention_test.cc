@@ -67,14 +67,153 @@ TEST(PlanRetention, OrdersByStepNumberNotByNameOrMtime) {
             std::string::npos);
 }
 
-TEST(PlanRetention, FallsBackToMtimeWhenNoNameCarriesANumber) {
+TEST(PlanRetention, NamesWithoutANumberAreEachASeriesOfOne) {
+  // resnet50.pt and resnet18.pt are two models, not two saves of one.
   const std::vector<Checkpoint> checkpoints = {checkpoint("b.pt", 300), checkpoint("a.pt", 100),
-                                               checkpoint("c.pt", 200)};
+                                               checkpoint("resnet50.pt", 200),
+                                               checkpoint("resnet18.pt", 50)};
+  auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->deletions, 0u);
+  EXPECT_EQ(plan->series.size(), 4u);
+  // One glob as the series (save_checkpoint's pattern=): ordered by mtime.
+  RetentionPolicy glob = policy(2, 0, "", MetricMode::kAuto, 0);
+  glob.one_series = "*.pt";
+  auto by_mtime = plan_retention(checkpoints, glob);
+  ASSERT_TRUE(by_mtime);
+  EXPECT_EQ(by_mtime->ordered_by, "modification time");
+  const std::vector<std::pair<std::string, Decision>> expected = {
+      {"resnet18.pt", kDelete}, {"a.pt", kDelete}, {"resnet50.pt", kKeep}, {"b.pt", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *by_mtime), expected);
+}
+
+TEST(PlanRetention, SeriesAreTheNamesThatShareAllButTheStep) {
+  const std::vector<Checkpoint> checkpoints = {
+      checkpoint("fold0_epoch_009.pt", 9),  checkpoint("fold0_epoch_010.pt", 10),
+      checkpoint("fold1_epoch_001.pt", 11), checkpoint("fold1_epoch_002.pt", 12),
+      checkpoint("fold1_epoch_003.pt", 13), checkpoint("resnet18.pt", 1),
+      checkpoint("resnet50.pt", 20)};
+  auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
+  ASSERT_TRUE(plan);
+  const std::vector<std::pair<std::string, Decision>> expected = {
+      {"fold0_epoch_009.pt", kDelete}, {"fold0_epoch_010.pt", kKeep},
+      {"fold1_epoch_001.pt", kDelete}, {"fold1_epoch_002.pt", kDelete},
+      {"fold1_epoch_003.pt", kKeep},   {"resnet18.pt", kKeep},
+      {"resnet50.pt", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *plan), expected);
+  ASSERT_EQ(plan->series.size(), 4u);
+  EXPECT_EQ(plan->series[0].name, "fold0_epoch_{E}.pt");
+  EXPECT_EQ(plan->series[1].name, "fold1_epoch_{E}.pt");
+}
+
+/// A Hugging Face checkpoint-N/ directory with the files the Trainer writes.
+Checkpoint trainer_checkpoint(std::uint64_t step, std::int64_t mtime, bool complete) {
+  Checkpoint c = checkpoint("checkpoint-" + std::to_string(step), mtime);
+  c.directory = true;
+  c.contents = {{"model.safetensors", complete ? 500u << 20 : 3u << 10}};
+  if (complete) {
+    for (const char* name : {"optimizer.pt", "rng_state.pth", "scheduler.pt", "trainer_state.json",
+                             "training_args.bin"}) {
+      c.contents.push_back({name, 1u << 20});
+    }
+    c.tally.apparent_bytes = 505u << 20;
+  } else {
+    c.tally.apparent_bytes = 3u << 10;
+  }
+  return c;
+}
+
+TEST(PlanRetention, AHalfWrittenNewestCheckpointPushesNoGoodOneOut) {
+  // checkpoint-1000 died of ENOSPC after 3 KB of model.safetensors: it stopped
+  // growing, but it lacks what its siblings have.
+  const std::vector<Checkpoint> checkpoints = {trainer_checkpoint(800, 1, true),
+                                               trainer_checkpoint(900, 2, true),
+                                               trainer_checkpoint(1000, 3, false)};
   auto plan = plan_retention(checkpoints, policy(2, 0, "", MetricMode::kAuto, 0));
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->ordered_by, "modification time");
   const std::vector<std::pair<std::string, Decision>> expected = {
-      {"a.pt", kDelete}, {"c.pt", kKeep}, {"b.pt", kKeep}};
+      {"checkpoint-800", kKeep}, {"checkpoint-900", kKeep}, {"checkpoint-1000", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *plan), expected);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "checkpoint-900").find("newest complete"),
+            std::string::npos);
+  const std::string why = reasons_of(checkpoints, *plan, "checkpoint-1000");
+  EXPECT_NE(why.find("lacks optimizer.pt, rng_state.pth, scheduler.pt, trainer_state.json"),
+            std::string::npos)
+      << why;
+  EXPECT_FALSE(plan->items[2].complete);
+  // With --keep-last 1 the older good one goes, the newest good one and the broken one stay.
+  auto one = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
+  ASSERT_TRUE(one);
+  const std::vector<std::pair<std::string, Decision>> expected_one = {
+      {"checkpoint-800", kDelete}, {"checkpoint-900", kKeep}, {"checkpoint-1000", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *one), expected_one);
+}
+
+TEST(PlanRetention, ACutShortFileIsIncompleteAndAnOlderOneGoes) {
+  std::vector<Checkpoint> checkpoints = {checkpoint("step_1.pt", 1), checkpoint("step_2.pt", 2),
+                                         checkpoint("step_3.pt", 3), checkpoint("step_4.pt", 4)};
+  checkpoints[1].damage = "a zip archive (torch.save) of 1.0 KiB without its end record";
+  checkpoints[3].damage = "a zip archive (torch.save) of 1.0 KiB without its end record";
+  auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
+  ASSERT_TRUE(plan);
+  const std::vector<std::pair<std::string, Decision>> expected = {
+      {"step_1.pt", kDelete}, {"step_2.pt", kDelete}, {"step_3.pt", kKeep}, {"step_4.pt", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *plan), expected);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "step_2.pt").find("incomplete: cut short"),
+            std::string::npos);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "step_4.pt").find("newer than every complete"),
+            std::string::npos);
+}
+
+TEST(PlanRetention, NothingNewerThanDeepSpeedsLatestCounts) {
+  std::vector<Checkpoint> checkpoints = {checkpoint("global_step100", 1),
+                                         checkpoint("global_step200", 2),
+                                         checkpoint("global_step300", 3)};
+  for (Checkpoint& c : checkpoints) c.directory = true;
+  checkpoints[1].latest_marker = true;
+  checkpoints[1].named_by = "named by DeepSpeed's 'latest' file";
+  auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
+  ASSERT_TRUE(plan);
+  const std::vector<std::pair<std::string, Decision>> expected = {
+      {"global_step100", kDelete}, {"global_step200", kKeep}, {"global_step300", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *plan), expected);
+  EXPECT_NE(reasons_of(checkpoints, *plan, "global_step300").find("'latest'"), std::string::npos);
+  EXPECT_EQ(plan->series[0].newest_complete, 1u);
+}
+
+TEST(PlanRetention, TempsOfDeadSavesGoAndLiveOnesStay) {
+  std::vector<Checkpoint> checkpoints = {checkpoint("step_1.pt", 1),
+                                         checkpoint(".step_2.pt.headroom-tmp-4242-ab12cd34", 2),
+                                         checkpoint(".step_3.pt.headroom-tmp-4343-ab12cd34", 3)};
+  for (std::size_t i = 1; i < 3; ++i) {
+    checkpoints[i].kind = EntryKind::kSaveTemp;
+    checkpoints[i].temp = *parse_save_temp(checkpoints[i].name);
+  }
+  checkpoints[1].writer = WriterState::kGone;
+  checkpoints[2].writer = WriterState::kAlive;
+  auto plan = plan_retention(checkpoints, policy(1, 0, "", MetricMode::kAuto, 0));
+  ASSERT_TRUE(plan);
+  const std::vector<std::pair<std::string, Decision>> expected = {
+      {"step_1.pt", kKeep},
+      {".step_2.pt.headroom-tmp-4242-ab12cd34", kDelete},
+      {".step_3.pt.headroom-tmp-4343-ab12cd34", kKeep}};
+  EXPECT_EQ(decisions(checkpoints, *plan), expected);
+  EXPECT_NE(reasons_of(checkpoints, *plan, ".step_2.pt.headroom-tmp-4242-ab12cd34")
+                .find("writer (pid 4242) is gone"),
+            std::string::npos);
+  EXPECT_EQ(plan->deletions, 1u);
+}
+
+TEST(PlanRetention, TheCheckpointJustSavedIsTheNewestWhateverItsStep) {
+  // A restarted run saves step 100 beside an earlier run's step 900.
+  const std::vector<Checkpoint> checkpoints = {checkpoint("step_900.pt", 1),
+                                               checkpoint("step_100.pt", 2)};
+  RetentionPolicy saved = policy(1, 0, "", MetricMode::kAuto, 0);
+  saved.just_saved = "step_100.pt";
+  auto plan = plan_retention(checkpoints, saved);
+  ASSERT_TRUE(plan);
+  const std::vector<std::pair<std::string, Decision>> expected = {{"step_900.pt", kDelete},
+                                                                  {"step_100.pt", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
 }
 
@@ -147,7 +286,7 @@ TEST(PlanRetention, RefusesAmbiguousOrMissingMetrics) {
   EXPECT_TRUE(plan_retention(odd, policy(1, 1, "", MetricMode::kMax, 0)));
 }
 
-TEST(PlanRetention, KeepEveryKeepsMultiplesAndUnnumberedExtrasStay) {
+TEST(PlanRetention, KeepEveryKeepsMultiplesAndUnnumberedNamesStay) {
   const std::vector<Checkpoint> checkpoints = {
       checkpoint("checkpoint-100", 1), checkpoint("checkpoint-200", 2),
       checkpoint("checkpoint-300", 3), checkpoint("checkpoint-400", 4), checkpoint("final.pt", 9)};
@@ -159,7 +298,8 @@ TEST(PlanRetention, KeepEveryKeepsMultiplesAndUnnumberedExtrasStay) {
                                                                   {"checkpoint-400", kKeep},
                                                                   {"final.pt", kKeep}};
   EXPECT_EQ(decisions(checkpoints, *plan), expected);
-  EXPECT_NE(reasons_of(checkpoints, *plan, "final.pt").find("no step number"), std::string::npos);
+  // final.pt is a series of its own: its newest complete checkpoint.
+  EXPECT_NE(reasons_of(checkpoints, *plan, "final.pt").find("newest complete"), std::string::npos);
 }
 
 }  // namespace
