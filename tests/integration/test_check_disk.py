@@ -1,6 +1,7 @@
 """disk.space on a real small tmpfs used as --dir: the checkpoint projection
-((N+1) x SIZE, saves_that_fit) is compared with plain arithmetic and with what
-real torch.save calls manage to write before the filesystem is full."""
+(the capacity rule of prune/capacity.h, (N+1) x SIZE, saves_that_fit) is compared
+with plain arithmetic and with what real torch.save calls manage to write before
+the filesystem is full."""
 import pytest
 
 from conftest import check_json, evidence, finding, have_torch, in_namespace
@@ -52,15 +53,18 @@ def test_projection_matches_arithmetic(headroom, scratch):
     assert evidence(item, "fstype") == "tmpfs"
     assert evidence(item, "steady_state_need_bytes") == 3 * 16 * MiB
     assert evidence(item, "saves_that_fit") == avail // (16 * MiB) == 2
+    # Two saves fit; the third only when the first is deleted before it is written
+    # (save_checkpoint does): a warning naming what a plain torch.save would need.
     assert item["severity"] == "warn"
-    assert "then save 3 fails" in item["summary"]
+    assert "only because the oldest is deleted before each save" in item["summary"]
+    assert "needs 3 x 16.0 MiB" in item["summary"]
     assert rc == 0
 
 
 def test_next_checkpoint_that_does_not_fit_is_critical(headroom, scratch):
     item, rc = check_small_disk(scratch, "--ckpt-size", "40MiB")
     assert item["severity"] == "critical"
-    assert "the next checkpoint (40.0 MiB) does not fit" in item["summary"]
+    assert "the next checkpoint (40.0 MiB, 43.0 MiB with margin) does not fit" in item["summary"]
     assert evidence(item, "saves_that_fit") == 0
     assert rc == 1
 

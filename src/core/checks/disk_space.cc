@@ -1,14 +1,15 @@
 // disk.space: free bytes and inodes of the filesystem holding each --dir, and
 // whether the job's checkpoints fit.
 //
-// The checkpoint model (docs/checks.md, "disk.space"): torch.save writes the
-// new checkpoint before the job (or its retention callback) deletes the
-// oldest, so with --keep N the peak on disk is (N+1) x SIZE. Which of the
-// job's checkpoints already exist is not known, so the model assumes a fresh
-// run: each save adds SIZE of the free space until N+1 are on disk.
-// saves_that_fit = floor(avail / SIZE); the next save fails when it is 0
-// (critical), the job runs out after saves_that_fit saves when that is below
-// N+1 (warn), and the steady state fits otherwise.
+// The checkpoint model (docs/checks.md, "disk.space") is the one capacity rule
+// of prune/capacity.h, shared with the watch rule checkpoint_space and
+// headroom.save_checkpoint: the room for the next save is the free space plus
+// what retention frees (the older checkpoints of the series already in the dir,
+// beyond the newest max(keep-1, 1), and temps of dead saves); later saves are
+// simulated the way save_checkpoint works. Critical when the next save does not
+// fit, warn when a later one does not or when the steady state fits only by
+// deleting the oldest before writing (a torch.save followed by deletion needs
+// (keep+1) x SIZE).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
+#include "core/prune/capacity.h"
+#include "core/prune/series_space.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -69,44 +72,45 @@ std::string bigger_filesystem_remedy(const Runtime& runtime, const std::string& 
       need != 0 ? "at least " + format_bytes(need) : "more space", kDfCommand);
 }
 
-void add_checkpoint_projection(Finding& finding, const CheckInput& input, const FsStats& stats) {
+void add_checkpoint_projection(Finding& finding, const CheckInput& input, const FsStats& stats,
+                               const std::filesystem::path& dir) {
   const CheckOptions& options = input.options;
   const std::uint64_t size = *options.checkpoint_bytes;
+  auto series = read_active_series(input.context, input.context.root.host(dir));
+  const CapacityInput capacity_input{stats.avail_bytes, size,
+                                     static_cast<std::size_t>(options.keep),
+                                     series ? *series : SeriesOnDisk{}};
+  const Capacity capacity = plan_capacity(capacity_input);
   const std::uint64_t peak = saturating_multiply(options.keep + 1, size);
-  const std::uint64_t fit = stats.avail_bytes / size;
+  const std::uint64_t fit = capacity.room_bytes / size;
+  std::uint64_t series_bytes = 0;
+  for (const SeriesMember& member : capacity_input.series.members) series_bytes += member.bytes;
   finding.add("checkpoint_bytes", size, "bytes");
   finding.add("keep", options.keep, "count");
+  finding.add("series", capacity_input.series.name);
+  finding.add("series_bytes", series_bytes, "bytes");
+  finding.add("retention_frees_bytes", capacity.room_bytes - stats.avail_bytes, "bytes");
   finding.add("steady_state_need_bytes", peak, "bytes");
   finding.add("saves_that_fit", fit, "count");
-  const std::string model = fmt::format(
-      "with --keep {} the job needs ({}+1) x {} = {} at peak (the new checkpoint is written "
-      "before the oldest is removed)",
-      options.keep, options.keep, format_bytes(size), format_bytes(peak));
-  if (fit == 0) {
-    escalate(
-        finding, Severity::kCritical,
-        fmt::format("{}: the next checkpoint ({}) does not fit in {} free; {}", finding.subject,
-                    format_bytes(size), format_bytes(stats.avail_bytes), model));
-  } else if (fit < options.keep + 1) {
-    escalate(
-        finding, Severity::kWarn,
-        fmt::format("{}: room for {} more checkpoint{} of {} ({} free), then save {} fails; {}",
-                    finding.subject, fit, fit == 1 ? "" : "s", format_bytes(size),
-                    format_bytes(stats.avail_bytes), fit + 1, model));
+  const Severity severity = capacity.severity();
+  escalate(finding, severity, capacity_summary(finding.subject, capacity_input, capacity));
+  if (severity == Severity::kOk) return;
+  finding.remedy.push_back(fmt::format(
+      "remove old checkpoints of earlier runs, keeping the newest {}: headroom prune {} "
+      "--keep-last {}",
+      options.keep, finding.subject, options.keep));
+  if (capacity.frees_first) {
+    finding.remedy.push_back(
+        "save with headroom.save_checkpoint(state, path, keep=N), which deletes the oldest of "
+        "the series before writing when the new one would not fit otherwise");
   }
-  if (fit < options.keep + 1) {
+  if (fit >= 2 && options.keep > 1) {
     finding.remedy.push_back(fmt::format(
-        "remove old checkpoints of earlier runs, keeping the newest {}: headroom prune {} "
-        "--keep-last {}",
-        options.keep, finding.subject, options.keep));
-    if (fit >= 2) {
-      finding.remedy.push_back(fmt::format(
-          "or keep fewer checkpoints: {} of {} fit with the one being written (--keep {} in the "
-          "job's retention)",
-          fit - 1, format_bytes(size), fit - 1));
-    }
-    finding.remedy.push_back(bigger_filesystem_remedy(input.runtime, finding.subject, peak));
+        "or keep fewer checkpoints: {} of {} fit with the one being written (--keep {} in the "
+        "job's retention)",
+        fit - 1, format_bytes(size), fit - 1));
   }
+  finding.remedy.push_back(bigger_filesystem_remedy(input.runtime, finding.subject, peak));
 }
 
 void add_read_only_remedies(Finding& finding, const Runtime& runtime, const MountEntry* mount) {
@@ -178,7 +182,7 @@ Finding disk_finding(const CheckInput& input, const std::filesystem::path& dir,
       fmt::format("{}: {} of inodes used, {} free{}: new files fail with ENOSPC", finding.subject,
                   format_percent(stats->inodes_used_percent()), stats->free_inodes, where));
   if (options.checkpoint_bytes && *options.checkpoint_bytes > 0) {
-    add_checkpoint_projection(finding, input, *stats);
+    add_checkpoint_projection(finding, input, *stats, dir);
   }
   if (finding.severity != Severity::kOk) {
     finding.remedy.insert(finding.remedy.begin(),

@@ -64,18 +64,33 @@ TEST(CheckDiskSpace, UsePercentCrossesWarnThenCritical) {
 TEST(CheckDiskSpace, CheckpointsRunOutAfterTheSavesThatFit) {
   DiskRun job;
   job.options.checkpoint_bytes = 16 * kMiB;
-  job.options.keep = 2;  // peak (2+1) x 16 = 48 MiB
+  job.options.keep = 4;  // no series on disk yet: saves 1 and 2 fit, save 3 does not
   const Finding finding = job.run(fs_stats(64 * kMiB, 40 * kMiB));
   EXPECT_EQ(finding.severity, Severity::kWarn) << finding.summary;
-  EXPECT_NE(finding.summary.find("room for 2 more checkpoints of 16.0 MiB (40.0 MiB free), then "
-                                 "save 3 fails"),
+  EXPECT_NE(finding.summary.find("room for 2 more checkpoint(s) of 16.0 MiB (40.0 MiB free, "
+                                 "keeping 4), then save 3 fails"),
             std::string::npos)
       << finding.summary;
   EXPECT_EQ(evidence_text(finding, "saves_that_fit"), "2");
-  EXPECT_EQ(evidence_text(finding, "steady_state_need_bytes"), "48.0 MiB");
+  EXPECT_EQ(evidence_text(finding, "steady_state_need_bytes"), "80.0 MiB");
   const std::string remedies = joined(finding.remedy);
-  EXPECT_NE(remedies.find("headroom prune /mnt/ckpt --keep-last 2"), std::string::npos) << remedies;
+  EXPECT_NE(remedies.find("headroom prune /mnt/ckpt --keep-last 4"), std::string::npos) << remedies;
   EXPECT_NE(remedies.find("--keep 1"), std::string::npos) << remedies;
+}
+
+TEST(CheckDiskSpace, ASteadyStateThatFitsOnlyByDeletingFirstWarns) {
+  // keep 2 of 16 MiB in 40 MiB: the third save fits once the first is deleted before it,
+  // as save_checkpoint does; a torch.save followed by deletion needs 3 x 16 MiB.
+  DiskRun job;
+  job.options.checkpoint_bytes = 16 * kMiB;
+  job.options.keep = 2;
+  const Finding finding = job.run(fs_stats(64 * kMiB, 40 * kMiB));
+  EXPECT_EQ(finding.severity, Severity::kWarn) << finding.summary;
+  EXPECT_NE(finding.summary.find("only because the oldest is deleted before each save"),
+            std::string::npos)
+      << finding.summary;
+  EXPECT_EQ(evidence_text(finding, "steady_state_need_bytes"), "48.0 MiB");
+  EXPECT_NE(joined(finding.remedy).find("headroom.save_checkpoint"), std::string::npos);
 }
 
 TEST(CheckDiskSpace, NextCheckpointThatDoesNotFitIsCritical) {
@@ -83,7 +98,8 @@ TEST(CheckDiskSpace, NextCheckpointThatDoesNotFitIsCritical) {
   job.options.checkpoint_bytes = 16 * kMiB;
   const Finding finding = job.run(fs_stats(64 * kMiB, 10 * kMiB));
   EXPECT_EQ(finding.severity, Severity::kCritical);
-  EXPECT_NE(finding.summary.find("the next checkpoint (16.0 MiB) does not fit in 10.0 MiB free"),
+  EXPECT_NE(finding.summary.find(
+                "the next checkpoint (16.0 MiB, 17.8 MiB with margin) does not fit: 10.0 MiB free"),
             std::string::npos)
       << finding.summary;
   EXPECT_EQ(evidence_text(finding, "saves_that_fit"), "0");
@@ -93,7 +109,7 @@ TEST(CheckDiskSpace, SteadyStateThatFitsIsOk) {
   DiskRun job;
   job.options.checkpoint_bytes = 16 * kMiB;
   job.options.keep = 2;
-  const Finding finding = job.run(fs_stats(64 * kMiB, 48 * kMiB));
+  const Finding finding = job.run(fs_stats(64 * kMiB, 56 * kMiB));
   EXPECT_EQ(finding.severity, Severity::kOk) << finding.summary;
   EXPECT_EQ(evidence_text(finding, "saves_that_fit"), "3");
 }
