@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -99,23 +100,28 @@ void eta_condition(const AlertConfig& config, std::string rule, std::string subj
 void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
                            std::vector<AlertCondition>& out) {
   if (!config.checkpoint_bytes || filesystem.role != FsRole::kDir) return;
-  const double checkpoint = static_cast<double>(*config.checkpoint_bytes);
-  const double avail = static_cast<double>(filesystem.avail_bytes);
-  const double fit = std::floor(avail / checkpoint);
-  const std::string summary = fmt::format("{}: {} free, room for {:.0f} more checkpoint(s) of {}",
-                                          filesystem.path, format_bytes(filesystem.avail_bytes),
-                                          fit, format_bytes(*config.checkpoint_bytes));
-  // Writing the next checkpoint before the oldest is deleted needs one more;
-  // clearing needs 5% more than that so a checkpoint just written does not flap.
-  out.push_back({"checkpoint_space", filesystem.path, Severity::kCritical, avail < checkpoint,
-                 avail >= checkpoint * 1.05, false, fit, 1, summary,
+  // The capacity rule of check and save_checkpoint (prune/capacity.h): what
+  // retention frees before the next save counts as room.
+  CapacityInput input{filesystem.avail_bytes, *config.checkpoint_bytes,
+                      static_cast<std::size_t>(config.keep),
+                      filesystem.series.value_or(SeriesOnDisk{})};
+  const Capacity capacity = plan_capacity(input);
+  // Clearing needs 5% of a checkpoint more than firing, so a checkpoint just written does not
+  // flap.
+  CapacityInput tighter = input;
+  const std::uint64_t slack = *config.checkpoint_bytes / 20;
+  tighter.avail_bytes = input.avail_bytes > slack ? input.avail_bytes - slack : 0;
+  const Severity margin = plan_capacity(tighter).severity();
+  const Severity now = capacity.severity();
+  const double fit = std::floor(static_cast<double>(capacity.room_bytes) /
+                                static_cast<double>(*config.checkpoint_bytes));
+  const std::string summary = capacity_summary(filesystem.path, input, capacity);
+  out.push_back({"checkpoint_space", filesystem.path, Severity::kCritical,
+                 now == Severity::kCritical, margin != Severity::kCritical, false, fit, 1, summary,
                  filesystem_labels(filesystem)});
-  if (config.keep > 1) {
-    const double keep = static_cast<double>(config.keep);
-    out.push_back({"checkpoint_space", filesystem.path, Severity::kWarn, fit < keep,
-                   avail >= checkpoint * keep * 1.05, false, fit, keep, summary,
-                   filesystem_labels(filesystem)});
-  }
+  out.push_back({"checkpoint_space", filesystem.path, Severity::kWarn,
+                 rank(now) >= rank(Severity::kWarn), rank(margin) < rank(Severity::kWarn), false,
+                 fit, 1, summary, filesystem_labels(filesystem)});
 }
 
 /// "OOM kill: python3 (pid 4242) in /job.slice, rss 650.0 MiB; 2 new, 8 since boot": the
@@ -190,6 +196,70 @@ void AlertEngine::filesystem_identity_conditions(const Sample& sample,
   }
 }
 
+void AlertEngine::cgroup_condition(const Sample& sample, std::vector<AlertCondition>& out) {
+  if (!sample.cgroup || !sample.cgroup->limit_bytes || *sample.cgroup->limit_bytes == 0) {
+    cgroup_points_.clear();
+    cgroup_psi_above_ = 0;
+    return;
+  }
+  const CgroupSample& cgroup = *sample.cgroup;
+  if (cgroup.path != cgroup_path_) {  // another cgroup: its own trend
+    cgroup_path_ = cgroup.path;
+    cgroup_points_.clear();
+    cgroup_psi_above_ = 0;
+  }
+  const double limit = static_cast<double>(*cgroup.limit_bytes);
+  const double used = static_cast<double>(cgroup.working_set_bytes());
+  const double room = std::max(0.0, limit - used);
+  const double percent = 100.0 * used / limit;
+  const double seconds = std::chrono::duration<double>(sample.monotonic.time_since_epoch()).count();
+  cgroup_points_.push_back({seconds, room});
+  while (cgroup_points_.size() > config_.cgroup_trend_samples) {
+    cgroup_points_.erase(cgroup_points_.begin());
+  }
+  // The last few samples alone: a climb to the limit in seconds is over before a
+  // window-long trend exists (memory_fill_eta needs eta_min_span of it).
+  FillOptions fast;
+  fast.min_samples = config_.cgroup_trend_samples;
+  const FillEstimate trend = fill_eta(cgroup_points_, fast);
+  const double horizon = static_cast<double>(config_.cgroup_eta_horizon.count());
+  const bool low =
+      !config_.memory_eta_below_percent || 100.0 * room / limit < *config_.memory_eta_below_percent;
+  const bool filling = trend.eta_seconds && *trend.eta_seconds < horizon && low;
+  const bool filling_clear = !trend.eta_seconds || *trend.eta_seconds > horizon * 1.5 || !low;
+  const double psi = cgroup.pressure ? cgroup.pressure->full_avg10 : 0.0;
+  cgroup_psi_above_ = psi > config_.psi_full_threshold ? cgroup_psi_above_ + 1 : 0;
+  const bool stalled = cgroup_psi_above_ >= config_.cgroup_psi_samples;
+  const bool full = percent >= config_.warn_percent;
+
+  std::vector<std::string> why;
+  if (full) why.push_back(fmt::format("{} of its limit in use", format_percent(percent)));
+  if (filling) {
+    why.push_back(
+        fmt::format("at this rate it reaches the limit in {}", eta_text(*trend.eta_seconds)));
+  }
+  if (stalled)
+    why.push_back(fmt::format("its tasks stalled on memory {:.1f}% of the last 10s", psi));
+  const std::string summary =
+      why.empty()
+          ? fmt::format("memory cgroup {} uses {} of its {} limit", cgroup.path,
+                        format_bytes(cgroup.working_set_bytes()), format_bytes(*cgroup.limit_bytes))
+          : fmt::format("memory cgroup {} ({} of {}): {}; the OOM killer acts at the limit",
+                        cgroup.path, format_bytes(cgroup.working_set_bytes()),
+                        format_bytes(*cgroup.limit_bytes), fmt::join(why, "; "));
+  out.push_back({"memory_cgroup",
+                 cgroup.path.empty() ? "cgroup" : cgroup.path,
+                 Severity::kWarn,
+                 full || filling || stalled,
+                 percent < config_.warn_percent - config_.usage_clear_margin && filling_clear &&
+                     psi < config_.psi_full_threshold * 0.8,
+                 false,
+                 percent,
+                 config_.warn_percent,
+                 summary,
+                 {}});
+}
+
 std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                                                     const Predictions& predictions) {
   std::vector<AlertCondition> out;
@@ -248,6 +318,7 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                    fmt::format("memory pressure: all tasks stalled {:.1f}% of the last 10s", full),
                    {}});
   }
+  cgroup_condition(sample, out);
   // New OOM kills, in the cgroup or on the whole host (oom_scope).
   std::optional<std::uint64_t> ooms;
   std::optional<std::uint64_t>* last = nullptr;

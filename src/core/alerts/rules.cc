@@ -22,6 +22,15 @@ std::string_view to_string(AlertKind kind) {
   return "firing";
 }
 
+bool blocks_next_checkpoint(const AlertEvent& event, const AlertConfig& config) {
+  if (event.severity != Severity::kCritical || event.kind == AlertKind::kResolved) return false;
+  if (event.rule == "checkpoint_space") return true;
+  if (config.checkpoint_bytes) return false;  // checkpoint_space is the judge then
+  const auto role = event.labels.find("role");
+  return (event.rule == "filesystem_usage" || event.rule == "filesystem_fill_eta") &&
+         role != event.labels.end() && role->second == "dir";
+}
+
 std::string_view to_string(OomScope scope) {
   switch (scope) {
     case OomScope::kCgroup:
@@ -52,6 +61,7 @@ std::span<const RuleSeverity> alert_rules() {
       {"mount_missing", Severity::kCritical},
       {"memory_fill_eta", Severity::kWarn},
       {"memory_psi", Severity::kCritical},
+      {"memory_cgroup", Severity::kWarn},
       {"oom_kill", Severity::kCritical},
       {"checkpoint_space", Severity::kWarn},
       {"checkpoint_space", Severity::kCritical},
@@ -108,6 +118,12 @@ std::string runbook_action(const AlertCondition& condition) {
   if (rule == "path_missing") {
     return fmt::format("check the path: ls -ld {}; findmnt -T {}", condition.subject,
                        condition.subject);
+  }
+  if (rule == "memory_cgroup") {
+    return fmt::format(
+        "largest processes: ps -eo pid,rss,args --sort=-rss | head; the limit of {}: headroom "
+        "check --only memory.cgroup",
+        condition.subject);
   }
   if (rule == "memory_fill_eta" || rule == "memory_psi") {
     return "largest processes: ps -eo pid,rss,args --sort=-rss | head; the job's budget: "

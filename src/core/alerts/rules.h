@@ -64,6 +64,14 @@ struct AlertConfig {
   double psi_full_threshold = 10.0;
   /// ... for at least this long fires.
   std::chrono::seconds psi_for{30};
+  /// memory_cgroup: a limited memory cgroup whose working set reaches warn_percent of
+  /// its limit, is predicted to reach the limit within this horizon from the last
+  /// `cgroup_trend_samples` samples, or whose own PSI "full" avg10 is above
+  /// psi_full_threshold in `cgroup_psi_samples` samples in a row. A cgroup OOM can come
+  /// seconds after a climb starts: this rule needs a few samples, not a window's trend.
+  std::chrono::seconds cgroup_eta_horizon{120};
+  std::size_t cgroup_trend_samples = 3;
+  int cgroup_psi_samples = 2;
   /// An OOM-kill alert resolves after this long without a new kill.
   std::chrono::seconds oom_quiet{300};
   OomScope oom_scope = OomScope::kCgroup;
@@ -119,6 +127,14 @@ struct AlertEvent {
   /// "rule/subject/severity": identifies the alert across events.
   [[nodiscard]] std::string key() const;
 };
+
+/// Whether an alert means "save a checkpoint now and stop" to a training loop: the next
+/// checkpoint will not fit in a watched dir (checkpoint_space critical), or, when no
+/// checkpoint size is configured, a watched dir's filesystem is critically full or
+/// fills within the horizon. Everything else (/dev/shm, the temp dir, memory, fds, OOM
+/// kills) is a warning to act on while the job goes on: a full /dev/shm is not helped
+/// by stopping, and a job often finishes at 95% of it.
+[[nodiscard]] bool blocks_next_checkpoint(const AlertEvent& event, const AlertConfig& config);
 
 /// One rule's verdict for one subject at one sample (before hysteresis).
 struct AlertCondition {
@@ -177,6 +193,8 @@ class AlertEngine {
  private:
   /// Every rule's verdicts for this sample; updates the PSI and OOM trackers.
   std::vector<AlertCondition> conditions(const Sample& sample, const Predictions& predictions);
+  /// memory_cgroup's verdict; updates its trend points and PSI count.
+  void cgroup_condition(const Sample& sample, std::vector<AlertCondition>& out);
   void judge(const AlertCondition& condition, const Sample& sample,
              std::vector<AlertEvent>& events);
   /// filesystem_stuck, filesystem_changed and mount_missing for every watched path.
@@ -193,6 +211,10 @@ class AlertEngine {
   std::map<std::string, std::pair<std::string, std::string>> first_filesystem_;
   /// The summary and labels (victim) of the newest OOM kill, for its repeats.
   std::pair<std::string, std::map<std::string, std::string>> last_oom_text_;
+  /// memory_cgroup: the newest room-under-the-limit points of the job's cgroup.
+  std::string cgroup_path_;
+  std::vector<SeriesPoint> cgroup_points_;
+  int cgroup_psi_above_ = 0;
 };
 
 }  // namespace headroom

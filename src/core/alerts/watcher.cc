@@ -1,5 +1,7 @@
 #include "core/alerts/watcher.h"
 
+#include "core/prune/series_space.h"
+
 namespace headroom {
 
 namespace {
@@ -31,6 +33,15 @@ Watcher::Watcher(Context context, WatchOptions options)
 
 Result<WatchStep> Watcher::step() {
   return take_sample(context_, options_.sample, &memo_).map([this](Sample sample) {
+    if (options_.alerts.checkpoint_bytes) {
+      // The checkpoint rule counts what retention frees: it needs the series on disk.
+      for (FilesystemSample& filesystem : sample.filesystems) {
+        if (filesystem.role != FsRole::kDir || !filesystem.ok) continue;
+        if (auto series = read_active_series(context_, filesystem.path)) {
+          filesystem.series = std::move(*series);
+        }
+      }
+    }
     return feed(std::move(sample));
   });
 }

@@ -21,6 +21,7 @@
 #include "core/inuse/inuse_index.h"
 #include "core/open_files.h"
 #include "core/probes/mount_table.h"
+#include "core/prune/capacity.h"
 
 namespace headroom {
 
@@ -51,6 +52,9 @@ struct FilesystemSample {
   std::uint64_t avail_bytes = 0;  ///< f_bavail: what a training job can still write
   std::uint64_t total_inodes = 0;
   std::uint64_t avail_inodes = 0;
+  /// A watched dir's checkpoint series (the one written last), when the checkpoint
+  /// rule is on; see prune/series_space.h.
+  std::optional<SeriesOnDisk> series;
 
   [[nodiscard]] std::uint64_t used_bytes() const {
     return total_bytes > free_bytes ? total_bytes - free_bytes : 0;
@@ -83,6 +87,17 @@ struct CgroupSample {
   std::optional<std::uint64_t> limit_bytes;  ///< nullopt: no limit
   std::uint64_t usage_bytes = 0;
   std::uint64_t oom_kills = 0;  ///< memory.events oom_kill (v2) / memory.oom_control (v1)
+  /// memory.stat inactive_file (v1: total_inactive_file): page cache the kernel drops
+  /// before it OOM-kills; nullopt when memory.stat could not be read.
+  std::optional<std::uint64_t> inactive_file_bytes;
+  /// The cgroup's own memory.pressure (v2 with PSI); nullopt otherwise.
+  std::optional<PressureSample> pressure;
+
+  /// usage - inactive_file, the kubelet's "working set": what the OOM killer cannot reclaim.
+  [[nodiscard]] std::uint64_t working_set_bytes() const {
+    const std::uint64_t inactive = inactive_file_bytes.value_or(0);
+    return usage_bytes > inactive ? usage_bytes - inactive : 0;
+  }
 };
 
 /// Open file descriptors of the examined process against RLIMIT_NOFILE.

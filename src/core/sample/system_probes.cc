@@ -42,8 +42,27 @@ void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts
   run_probe(context, sample, "cgroup", [&]() -> Result<void> {
     return read_memory_cgroup(context, context.pid, mounts, false)
         .map([&](const MemoryCgroup& cgroup) {
-          sample.cgroup = CgroupSample{cgroup.path, cgroup.effective_limit_bytes,
-                                       cgroup.usage_bytes, cgroup.oom_kills.value_or(0)};
+          sample.cgroup = CgroupSample{};
+          sample.cgroup->path = cgroup.path;
+          sample.cgroup->limit_bytes = cgroup.effective_limit_bytes;
+          sample.cgroup->usage_bytes = cgroup.usage_bytes;
+          sample.cgroup->oom_kills = cgroup.oom_kills.value_or(0);
+          if (!cgroup.effective_limit_bytes) return;
+          // Under a limit, the rule memory_cgroup follows the working set and the
+          // cgroup's own PSI: two small reads more, only for a limited cgroup.
+          if (auto text = context.root.read(cgroup.directory / "memory.stat")) {
+            if (auto stat = parse_flat_keyed(*text)) {
+              const bool v1 = cgroup.version == CgroupVersion::kV1;
+              const auto found = stat->find(v1 ? "total_inactive_file" : "inactive_file");
+              if (found != stat->end()) sample.cgroup->inactive_file_bytes = found->second;
+            }
+          }
+          if (auto text = context.root.read(cgroup.directory / "memory.pressure")) {
+            if (auto pressure = parse_pressure(*text); pressure && pressure->full) {
+              sample.cgroup->pressure = PressureSample{pressure->some.avg10, pressure->full->avg10,
+                                                       pressure->full->total_us};
+            }
+          }
         });
   });
 }

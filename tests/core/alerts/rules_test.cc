@@ -137,7 +137,7 @@ TEST(AlertEngine, OomKillsFireRepeatOnNewKillsAndResolveWhenQuiet) {
   const std::uint64_t kills[] = {2, 2, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
   for (int i = 0; i < 14; ++i) {
     Sample sample = at(i, kTotal);
-    sample.cgroup = CgroupSample{"/job", std::nullopt, 0, kills[i]};
+    sample.cgroup = CgroupSample{"/job", std::nullopt, 0, kills[i], std::nullopt, std::nullopt};
     for (AlertEvent& event : engine.evaluate(sample, {})) {
       if (event.rule == "oom_kill") events.push_back(event);
     }
@@ -159,7 +159,7 @@ std::vector<std::string> oom_subjects(OomScope scope, const std::string& path,
   std::vector<std::string> subjects;
   for (int i = 0; i < 3; ++i) {
     Sample sample = at(i, kTotal);
-    sample.cgroup = CgroupSample{path, limit, 0, 0};
+    sample.cgroup = CgroupSample{path, limit, 0, 0, std::nullopt, std::nullopt};
     sample.system_oom_kills = i == 0 ? 7 : 8;
     for (const AlertEvent& event : engine.evaluate(sample, {})) {
       if (event.rule == "oom_kill") subjects.push_back(event.subject + ": " + event.summary);
@@ -203,17 +203,126 @@ TEST(AlertEngine, PsiMustHoldForTheDuration) {
 }
 
 TEST(AlertEngine, CheckpointThatWillNotFit) {
+  // The capacity rule of check and save_checkpoint (prune/capacity.h): 10 MiB
+  // checkpoints, keep 3, no series on disk yet.
+  constexpr std::uint64_t kMib = 1 << 20;
   AlertConfig config;
-  config.checkpoint_bytes = 10'000;
+  config.checkpoint_bytes = 10 * kMib;
   config.keep = 3;
   config.repeat_interval = seconds(0);
-  const auto series = [](int i) -> std::uint64_t { return i < 10 ? 25'000 : 8'000; };
+  // 25 MiB: two saves fit, the third does not (warn); 8 MiB: not the next one (critical).
+  const auto series = [](int i) -> std::uint64_t { return i < 10 ? 25 * kMib : 8 * kMib; };
   EXPECT_EQ(run(series, 20, "checkpoint_space", config, 1.0, Severity::kCritical).firing, 1);
   EXPECT_EQ(run(series, 20, "checkpoint_space", config, 1.0, Severity::kWarn).firing, 1);
-  EXPECT_EQ(run([](int) -> std::uint64_t { return 50'000; }, 20, "checkpoint_space", config, 1.0,
-                Severity::kCritical)
-                .firing,
-            0);
+  const auto roomy = [](int) -> std::uint64_t { return 50 * kMib; };
+  EXPECT_EQ(run(roomy, 20, "checkpoint_space", config, 1.0, Severity::kCritical).firing, 0);
+  EXPECT_EQ(run(roomy, 20, "checkpoint_space", config, 1.0, Severity::kWarn).firing, 0);
+}
+
+TEST(AlertEngine, CheckpointRuleCountsWhatRetentionFrees) {
+  // Three 8 MiB checkpoints on disk and 6 MiB free: free space alone says "room for 0";
+  // save_checkpoint deletes the oldest first, so the next save fits: a warning at most.
+  constexpr std::uint64_t kMib = 1 << 20;
+  AlertConfig config;
+  config.checkpoint_bytes = 8 * kMib;
+  config.keep = 3;
+  AlertEngine engine(config);
+  Sample sample = at(0, 6 * kMib);
+  SeriesOnDisk series;
+  series.name = "step_{N}.pt";
+  for (int i = 0; i < 3; ++i) series.members.push_back({8 * kMib, true, false});
+  sample.filesystems[0].series = series;
+  std::vector<AlertEvent> events = engine.evaluate(sample, {});
+  const auto fired = [&](Severity severity) {
+    return std::any_of(events.begin(), events.end(), [&](const AlertEvent& event) {
+      return event.rule == "checkpoint_space" && event.severity == severity;
+    });
+  };
+  EXPECT_FALSE(fired(Severity::kCritical));
+  EXPECT_TRUE(fired(Severity::kWarn));
+  for (const AlertEvent& event : events) EXPECT_FALSE(blocks_next_checkpoint(event, config));
+  // Without the series on disk the same free space is critical: the next save cannot fit.
+  AlertEngine blind(config);
+  events = blind.evaluate(at(0, 6 * kMib), {});
+  EXPECT_TRUE(fired(Severity::kCritical));
+  for (const AlertEvent& event : events) {
+    if (event.severity == Severity::kCritical) {
+      EXPECT_TRUE(blocks_next_checkpoint(event, config));
+    }
+  }
+}
+
+TEST(AlertEngine, OnlyTheCheckpointDiskStopsTheLoop) {
+  AlertConfig config;
+  AlertEvent shm;
+  shm.rule = "filesystem_usage";
+  shm.subject = "/dev/shm";
+  shm.severity = Severity::kCritical;
+  shm.labels = {{"role", "shm"}};
+  EXPECT_FALSE(blocks_next_checkpoint(shm, config));
+  AlertEvent dir = shm;
+  dir.subject = "/ckpt";
+  dir.labels = {{"role", "dir"}};
+  EXPECT_TRUE(blocks_next_checkpoint(dir, config));
+  config.checkpoint_bytes = 1 << 20;  // then checkpoint_space alone decides
+  EXPECT_FALSE(blocks_next_checkpoint(dir, config));
+  AlertEvent memory = shm;
+  memory.rule = "memory_cgroup";
+  memory.severity = Severity::kWarn;
+  EXPECT_FALSE(blocks_next_checkpoint(memory, config));
+}
+
+CgroupSample cgroup(std::string path, std::uint64_t limit, std::uint64_t usage) {
+  CgroupSample sample;
+  sample.path = std::move(path);
+  sample.limit_bytes = limit;
+  sample.usage_bytes = usage;
+  return sample;
+}
+
+TEST(AlertEngine, WarnsWithinAFewSamplesOfACgroupClimbingToItsLimit) {
+  // 10 MiB to 1 GiB in 7 s inside a 1 GiB cgroup: a sample every 0.5 s.
+  constexpr std::uint64_t kMib = 1 << 20;
+  AlertEngine engine;
+  std::optional<double> warned;
+  for (int i = 0; i <= 14; ++i) {
+    Sample sample = at(0.5 * i, 50 * kMib);
+    sample.cgroup =
+        cgroup("/job", 1024 * kMib, 10 * kMib + static_cast<std::uint64_t>(i) * 72 * kMib);
+    for (const AlertEvent& event : engine.evaluate(sample, {})) {
+      if (event.rule == "memory_cgroup" && event.kind == AlertKind::kFiring && !warned)
+        warned = 0.5 * i;
+    }
+  }
+  ASSERT_TRUE(warned);
+  EXPECT_LE(*warned, 4.5);  // half the limit is reached at 3.5 s; the kill comes at 7 s
+  // Page cache is not what the OOM killer takes: a cgroup full of inactive file pages is calm.
+  AlertEngine cache;
+  int fired = 0;
+  for (int i = 0; i <= 14; ++i) {
+    Sample sample = at(0.5 * i, 50 * kMib);
+    sample.cgroup =
+        cgroup("/job", 1024 * kMib, 10 * kMib + static_cast<std::uint64_t>(i) * 72 * kMib);
+    sample.cgroup->inactive_file_bytes = static_cast<std::uint64_t>(i) * 72 * kMib;
+    for (const AlertEvent& event : cache.evaluate(sample, {}))
+      fired += event.rule == "memory_cgroup";
+  }
+  EXPECT_EQ(fired, 0);
+}
+
+TEST(AlertEngine, WarnsOnTheCgroupsOwnPressureInTwoSamples) {
+  AlertEngine engine;
+  std::vector<int> firing;
+  for (int i = 0; i < 6; ++i) {
+    Sample sample = at(i, 50 << 20);
+    sample.cgroup = cgroup("/job", std::uint64_t{1} << 30, std::uint64_t{1} << 28);
+    const bool stalled = i >= 2;
+    sample.cgroup->pressure = PressureSample{stalled ? 60.0 : 0.0, stalled ? 40.0 : 0.0, 0};
+    for (const AlertEvent& event : engine.evaluate(sample, {})) {
+      if (event.rule == "memory_cgroup" && event.kind == AlertKind::kFiring) firing.push_back(i);
+    }
+  }
+  EXPECT_EQ(firing, std::vector<int>({3}));
 }
 
 TEST(AlertEngine, AFilesystemAlertNamesTheWatchedDirOnIt) {

@@ -50,7 +50,8 @@ TEST(RunAlertOptions, WatchDefaultsWarnOnAMemoryTrendOnceLessThanHalfIsLeft) {
 TEST(RunAlertOptions, AFullingCgroupCountsEvenWhenTheHostHasPlenty) {
   AlertEngine engine;
   Sample sample = memory_sample(64 * kGiB, 60 * kGiB);
-  sample.cgroup = CgroupSample{"/job", 8 * kGiB, 7 * kGiB, 0};  // 1 of 8 GiB left
+  sample.cgroup =
+      CgroupSample{"/job", 8 * kGiB, 7 * kGiB, 0, std::nullopt, std::nullopt};  // 1 of 8 GiB left
   EXPECT_TRUE(fires(engine, sample, memory_filling(5, 180), "memory_fill_eta"));
 }
 
