@@ -43,7 +43,8 @@ void add_check_flags(CLI::App& app, CheckFlags& flags) {
   app.add_option("--critical-percent", flags.critical_percent,
                  "use% that is critical (default 95)");
   app.add_option("--only", flags.only,
-                 "run only these checks (id or prefix, e.g. shm); repeatable");
+                 "report only these findings (an id as printed, e.g. fd.system, or a prefix, "
+                 "e.g. shm); repeatable");
 }
 
 Result<CheckOptions> to_check_options(const CheckFlags& flags,

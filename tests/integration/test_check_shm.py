@@ -9,6 +9,12 @@ MiB = 1024 * 1024
 SHAPE = "--workers 8 --batch-bytes 32MiB"
 
 
+def loader_need(workers: int, prefetch: int, batch: int, ranks: int = 1) -> int:
+    """The bound of docs/checks.md: per rank (W x P + 2 batches in the loop's hands) x B
+    + 4 x (W + 2) pages of queue semaphores."""
+    return ranks * ((workers * prefetch + 2) * batch + 4 * (workers + 2) * 4096)
+
+
 def check_in_shm(size: str, extra: str = "") -> tuple[int, dict]:
     result = in_namespace(f"""
         mount -t tmpfs -o size={size} tmpfs /dev/shm
@@ -27,9 +33,9 @@ def test_docker_default_64m_is_critical_with_need_and_fix():
     assert report["verdict"] == "critical"
     assert rc == 1
     assert evidence(shm, "size_bytes") == 64 * MiB
-    assert evidence(shm, "dataloader_need_bytes") == 8 * 2 * 32 * MiB
+    assert evidence(shm, "dataloader_need_bytes") == loader_need(8, 2, 32 * MiB)
     assert any("size=" in line or "--shm-size=" in line for line in shm["remedy"])
-    assert "512.0 MiB" in shm["summary"]
+    assert "576.2 MiB" in shm["summary"]
 
 
 def test_4g_shm_is_ok():
@@ -42,12 +48,12 @@ def test_4g_shm_is_ok():
 def test_prefetch_and_ranks_scale_the_need():
     _, report = check_in_shm("4g", "--prefetch 4 --ranks 2")
     shm = finding(report, "shm.capacity")
-    assert evidence(shm, "dataloader_need_bytes") == 2 * 8 * 4 * 32 * MiB
-    assert shm["severity"] == "ok"  # 2 GiB of 4 GiB
+    assert evidence(shm, "dataloader_need_bytes") == loader_need(8, 4, 32 * MiB, ranks=2)
+    assert shm["severity"] == "ok"  # 2.1 GiB of 4 GiB
     _, report = check_in_shm("4g", "--prefetch 4 --ranks 8")
     shm = finding(report, "shm.capacity")
-    assert evidence(shm, "dataloader_need_bytes") == 8 * 8 * 4 * 32 * MiB
-    assert shm["severity"] == "critical"  # 8 GiB of 4 GiB
+    assert evidence(shm, "dataloader_need_bytes") == loader_need(8, 4, 32 * MiB, ranks=8)
+    assert shm["severity"] == "critical"  # 8.5 GiB of 4 GiB
 
 
 def test_readonly_and_missing_shm_are_critical():

@@ -154,7 +154,9 @@ def test_dataloader_with_64m_shm_is_shm_too_small(headroom, tmp_path):
         assert any("No space left on device" in line for line in doc["output_lines"]), doc["output_lines"]
     else:
         assert doc["process"]["role"] == "dataloader_worker", result.stderr
-    assert evidence(doc, "shm_need_bytes") == 4 * 24 * 2**20
+    # The bound of shm.capacity: (2 workers x prefetch 2 + 2 in the loop's hands) x 24 MiB
+    # + 4 x (2 + 2) semaphore pages.
+    assert evidence(doc, "shm_need_bytes") == (2 * 2 + 2) * 24 * 2**20 + 4 * 4 * 4096
     assert evidence(doc, "size_bytes") == 64 * 2**20
     assert evidence(doc, "free_bytes_min") < 24 * 2**20
     assert doc["remedy"], result.stderr

@@ -29,7 +29,11 @@ struct CheckOptions {
   std::uint64_t ranks = 1;                        ///< training processes per host
   std::uint64_t gpus = 0;                         ///< GPUs per host (NCCL shm transport)
   std::optional<std::uint64_t> worker_rss;        ///< resident memory of one process
-  /// Only these checks (by id prefix, e.g. "shm"); empty: all.
+  /// Tensor storages in one batch (each holds one fd while it lives); 2 when unknown.
+  std::optional<std::uint64_t> tensors_per_batch;
+  /// fds the job's main process holds before its DataLoader starts; unknown: assumed.
+  std::optional<std::uint64_t> base_fds;
+  /// Only these findings (ids as printed, or prefixes such as "shm"); empty: all.
   std::vector<std::string> only;
 };
 
@@ -46,10 +50,14 @@ struct CheckSpec {
       id;  ///< prefix of the finding ids it yields, e.g. "tmp" for tmp.space/tmp.socket
   std::string_view help;
   std::vector<Finding> (*run)(const CheckInput& input);
+  std::string_view findings;  ///< the ids of the findings it yields, space-separated
 };
 
 /// The table of all checks, in the order they run.
 [[nodiscard]] std::span<const CheckSpec> check_table();
+/// Every finding id the checks yield ("shm.capacity", "tmp.exec", "fd.system", ...), in the
+/// order they run: what reports print and what --only (and Python's only=) take.
+[[nodiscard]] std::vector<std::string_view> finding_ids();
 
 /// Validates options (thresholds in range, counts sensible); an Error names the flag.
 [[nodiscard]] Result<void> validate(const CheckOptions& options);

@@ -45,10 +45,20 @@ Result<void> try_create(const std::filesystem::path& dir) {
 
 }  // namespace
 
-/// Peak shared memory of the DataLoaders of all ranks: R x W x P x B.
+/// Peak shared memory of the DataLoaders of all ranks, an upper bound of the measured peak:
+/// R x ((W x P + 2) x B + 4 x (W + 2) pages). The iterator keeps W x P batches in flight;
+/// when one arrives it asks for the next before the loop lets go of the batch it holds,
+/// and `for batch in loader` still holds the previous one while next() runs: two more.
+/// The pages are the semaphores of the index and result queues (sem.mp-*), 3 x W + 8 of
+/// them measured. Measured with PyTorch 1.13 (bench/python/RESULTS.md): 30 runs of 9 shapes,
+/// peaks 0.37-1.00 of this bound, never above it.
 std::uint64_t dataloader_shm_need(const CheckOptions& options) {
+  constexpr std::uint64_t kBatchesInHand = 2;
+  constexpr std::uint64_t kPage = 4096;
   if (options.workers == 0 || !options.batch_bytes) return 0;
-  return options.ranks * options.workers * options.prefetch * *options.batch_bytes;
+  const std::uint64_t batches = options.workers * options.prefetch + kBatchesInHand;
+  const std::uint64_t semaphores = 4 * (options.workers + 2) * kPage;
+  return options.ranks * (batches * *options.batch_bytes + semaphores);
 }
 
 /// NCCL's shm transport: each connection maps one segment of 9,637,888 bytes
@@ -101,15 +111,10 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
   const std::uint64_t need = loader_need + nccl_need;
   if (loader_need > 0) finding.add("dataloader_need_bytes", loader_need, "bytes");
   if (nccl_need > 0) finding.add("nccl_need_bytes", nccl_need, "bytes");
-  // The margin: while workers refill their prefetch slots, the training loop
-  // still holds the batch it is using and the one being handed over, so the
-  // measured peak (PyTorch 1.13, 4 workers x 2 x 6 MiB: 54-60 MiB against 48 MiB)
-  // is up to two batches per rank above W x P x B. At least 10% covers
-  // semaphores, NCCL headers and allocator rounding.
-  const std::uint64_t in_hand = options.ranks * 2 * options.batch_bytes.value_or(0);
+  // The need is already an upper bound of the measured peak (the batches in the
+  // loop's hands included); 10% more covers NCCL headers and allocator rounding.
   const std::uint64_t with_margin =
-      need +
-      std::max(in_hand, static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 0.1)));
+      need + static_cast<std::uint64_t>(std::ceil(static_cast<double>(need) * 0.1));
   if (need > 0) finding.add("need_with_margin_bytes", with_margin, "bytes");
 
   const auto recommend = std::max(with_margin, stats->used_bytes() + with_margin);
@@ -142,7 +147,8 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
         "/dev/shm has {} free of {} but the job needs {} ({}): workers will die of SIGBUS",
         format_bytes(stats->avail_bytes), format_bytes(stats->total_bytes), format_bytes(need),
         loader_need > 0
-            ? fmt::format("{} x {} x prefetch {} x {} batches", format_count(options.ranks, "rank"),
+            ? fmt::format("{} x ({} x prefetch {} + 2 in the loop's hands) x {} batches",
+                          format_count(options.ranks, "rank"),
                           format_count(options.workers, "worker"), options.prefetch,
                           format_bytes(options.batch_bytes.value_or(0)))
             : "NCCL shm transport");
