@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from . import _headroom
+from ._args import (check_bool, check_callable, check_count, check_environment, check_percent,
+                    check_seconds)
 from .checks import Dirs, Size, parse_size, resolve_dirs
+from .report import Verdict
 
 _log = logging.getLogger("headroom")
 
@@ -34,6 +37,10 @@ class Alert:
     time: str = ""  #: RFC 3339, of the sample
     started: str = ""  #: RFC 3339, when the alert first fired
     labels: Dict[str, str] = field(default_factory=dict)
+    #: The loop should save and stop: the next checkpoint will not fit (checkpoint_space
+    #: critical; without ckpt_bytes, a watched dir critically full or filling). Every other
+    #: alert (/dev/shm, the temp dir, memory, fds) is a warning: the job goes on.
+    stop: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Alert":
@@ -47,7 +54,7 @@ class Alert:
 class MonitorStatus:
     """What the monitor knows now."""
 
-    ok: bool  #: no critical alert firing
+    ok: bool  #: no alert asks the loop to save and stop (see Monitor.ok)
     running: bool
     samples: int  #: samples taken so far
     alerts: List[Alert]  #: alerts firing now, worst first
@@ -63,35 +70,55 @@ class Monitor:
         interval: seconds between samples.
         on_alert: called as on_alert(alert) from the monitor thread for each firing,
             repeat and resolved event (see Alert.kind). Exceptions it raises are logged.
-        ckpt_bytes, keep: enables the checkpoint rule: alert when fewer than `keep`
-            more checkpoints of that size fit.
+        ckpt_bytes, keep: enables the checkpoint rule: will the next save of that size fit,
+            counting what retention with `keep` frees (the rule of check and
+            save_checkpoint)?
         warn_percent, critical_percent: use% of a filesystem that alerts.
         eta_horizon: seconds; a filesystem predicted to be full sooner alerts.
+        window: seconds of samples the predictions look back on; a time-to-full alert
+            needs a trend of a quarter of it (150 s by default).
         temp_dir, shm: also watch $TMPDIR (or /tmp) and /dev/shm.
         clear_samples: consecutive clear samples before an alert resolves.
+        repeat_interval: seconds between repeats of an alert that keeps firing; 0: never.
 
-    Use as a context manager, or call start() and stop(). ok() is False while a
-    critical alert fires: a training loop can save and stop before the disk is full.
+    Use as a context manager, or call start() and stop(). `ok` (also `ok()`) is False
+    while an alert asks the loop to save and stop: the next checkpoint will not fit.
     """
 
     def __init__(self, dirs: Dirs = None, *, interval: float = 10.0,
                  on_alert: Optional[Callable[[Alert], Any]] = None,
                  ckpt_bytes: Optional[Size] = None, keep: int = 1,
                  warn_percent: float = 85.0, critical_percent: float = 95.0,
-                 eta_horizon: float = 3600.0, temp_dir: bool = True, shm: bool = True,
-                 clear_samples: int = 3, repeat_interval: float = 3600.0,
+                 eta_horizon: float = 3600.0, window: float = 600.0, temp_dir: bool = True,
+                 shm: bool = True, clear_samples: int = 3, repeat_interval: float = 3600.0,
                  environment: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None):
-        if interval <= 0:
-            raise ValueError(f"interval must be positive, got {interval}")
+        interval = check_seconds(interval, "interval")
+        check_callable(on_alert, "on_alert")
+        keep = check_count(keep, "keep", 1)
+        warn_percent = check_percent(warn_percent, "warn_percent")
+        critical_percent = check_percent(critical_percent, "critical_percent")
+        if warn_percent > critical_percent:
+            raise ValueError(f"warn_percent ({warn_percent}) must not exceed critical_percent "
+                             f"({critical_percent})")
+        eta_horizon = check_seconds(eta_horizon, "eta_horizon")
+        window = check_seconds(window, "window")
+        check_bool(temp_dir, "temp_dir")
+        check_bool(shm, "shm")
+        clear_samples = check_count(clear_samples, "clear_samples", 1)
+        repeat_interval = check_seconds(repeat_interval, "repeat_interval", allow_zero=True)
+        checkpoint_bytes = parse_size(ckpt_bytes, "ckpt_bytes")
+        if checkpoint_bytes == 0:
+            raise ValueError("ckpt_bytes must be positive (or None to turn the checkpoint rule off)")
+        env = check_environment(environment)
         cwd = cwd or os.getcwd()
-        self.interval = float(interval)
+        self.interval = interval
         self.on_alert = on_alert
         self._watcher = _headroom.Watcher(
-            resolve_dirs(dirs, cwd), dict(os.environ if environment is None else environment),
-            cwd, temp_dir=temp_dir, shm=shm, shm_stale=False, warn_percent=float(warn_percent),
-            critical_percent=float(critical_percent), eta_horizon_seconds=float(eta_horizon),
-            checkpoint_bytes=parse_size(ckpt_bytes, "ckpt_bytes"), keep=int(keep),
-            clear_samples=int(clear_samples), repeat_interval_seconds=float(repeat_interval))
+            resolve_dirs(dirs, cwd), env, cwd, temp_dir=temp_dir, shm=shm, shm_stale=False,
+            warn_percent=warn_percent, critical_percent=critical_percent,
+            eta_horizon_seconds=eta_horizon, checkpoint_bytes=checkpoint_bytes, keep=keep,
+            clear_samples=clear_samples, repeat_interval_seconds=repeat_interval,
+            window_seconds=window)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -113,7 +140,7 @@ class Monitor:
             with self._lock:
                 self._error = str(error)
             return []
-        active.sort(key=lambda alert: alert.severity != "critical")
+        active.sort(key=lambda alert: (not alert.stop, alert.severity != "critical"))
         events = [Alert.from_dict(item) for item in step.get("alerts", [])]
         with self._lock:
             self._samples += 1
@@ -161,16 +188,20 @@ class Monitor:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def ok(self) -> bool:
-        """False while a critical alert fires (e.g. a watched filesystem 95% full)."""
+    @property
+    def ok(self) -> Verdict:
+        """False while an alert asks the loop to save and stop (Alert.stop): the next
+        checkpoint will not fit in a watched dir. A full /dev/shm, temp dir or memory
+        only warns (on_alert, status().alerts). Both `if not monitor.ok:` and
+        `if not monitor.ok():` work."""
         with self._lock:
-            return not any(alert.severity == "critical" for alert in self._alerts)
+            return Verdict(not any(alert.stop for alert in self._alerts))
 
     def status(self) -> MonitorStatus:
         """The alerts firing now, the newest sample and the sample count."""
         with self._lock:
             return MonitorStatus(
-                ok=not any(alert.severity == "critical" for alert in self._alerts),
+                ok=not any(alert.stop for alert in self._alerts),
                 running=self._thread is not None and self._thread.is_alive(),
                 samples=self._samples, alerts=list(self._alerts), last_sample=self._last,
                 error=self._error)

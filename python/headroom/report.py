@@ -5,6 +5,40 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
+class Verdict:
+    """A yes/no answer that reads as a bool and can also be called.
+
+    `Report.ok` and `Monitor.ok` return one, so `if not monitor.ok:` and
+    `if not monitor.ok():` both mean what they say. Compare it with `==` or use it
+    in a condition (`monitor.ok is True` is always False: it is not the bool object).
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: bool):
+        self._value = bool(value)
+
+    def __bool__(self) -> bool:
+        return self._value
+
+    def __call__(self) -> bool:
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Verdict, bool)):
+            return self._value == bool(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return repr(self._value)
+
+    def __reduce__(self) -> Any:
+        return (Verdict, (self._value,))
+
+
 #: Severities, mildest first; "unknown" means it could not be measured.
 SEVERITIES = ("ok", "unknown", "warn", "critical")
 
@@ -62,8 +96,11 @@ class Finding:
         return f"[{self.severity}] {self.id}{where}: {self.summary}"
 
 
-class CriticalFinding(Exception):
-    """Raised by Report.raise_for_critical(); `.findings` holds the critical ones."""
+class CriticalFindingError(Exception):
+    """Raised by Report.raise_for_critical(); `.findings` holds the critical ones.
+
+    It pickles (a ProcessPoolExecutor or multiprocessing.Pool hands it back to the parent).
+    """
 
     def __init__(self, findings: List[Finding], report: "Report"):
         self.findings = findings
@@ -73,6 +110,14 @@ class CriticalFinding(Exception):
             lines.append(f"  {item}")
             lines.extend(f"    fix: {step}" for step in item.remedy)
         super().__init__("\n".join(lines))
+
+    def __reduce__(self) -> Any:
+        # Exception pickles as type(*args) with args (message,): not this signature.
+        return (type(self), (self.findings, self.report))
+
+
+#: The name before PEP 8's "Error" suffix; the same class.
+CriticalFinding = CriticalFindingError
 
 
 @dataclass(frozen=True)
@@ -89,9 +134,9 @@ class Report:
                    findings=[Finding.from_dict(item) for item in data.get("findings", [])])
 
     @property
-    def ok(self) -> bool:
-        """True when no finding is critical."""
-        return self.verdict != "critical"
+    def ok(self) -> Verdict:
+        """True when no finding is critical (`report.ok` and `report.ok()` both work)."""
+        return Verdict(self.verdict != "critical")
 
     def at_least(self, severity: str) -> List[Finding]:
         """Findings at `severity` or worse ("unknown" counts only when asked for)."""
@@ -111,9 +156,9 @@ class Report:
         return None
 
     def raise_for_critical(self) -> "Report":
-        """Raises CriticalFinding listing every critical finding and its fixes; else returns self."""
+        """Raises CriticalFindingError listing every critical finding and its fixes; else returns self."""
         if self.critical:
-            raise CriticalFinding(self.critical, self)
+            raise CriticalFindingError(self.critical, self)
         return self
 
     def to_dict(self) -> Dict[str, Any]:

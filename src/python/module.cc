@@ -24,6 +24,7 @@ namespace py = pybind11;
 namespace headroom {
 
 void bind_watcher(py::module_& module);
+void bind_prune(py::module_& module);
 
 /// The one place an Error becomes a Python exception: ValueError for bad input,
 /// FileNotFoundError / PermissionError / OSError for the rest. Needs the GIL.
@@ -73,6 +74,7 @@ PYBIND11_MODULE(_headroom, module) {
   module.doc() = "headroom core bindings; use the `headroom` package instead.";
   module.attr("__version__") = HEADROOM_VERSION;
   headroom::bind_watcher(module);
+  headroom::bind_prune(module);
 
   py::class_<CheckOptions>(module, "CheckOptions", "The job shape the checks run against.")
       .def(py::init<>())
@@ -87,6 +89,8 @@ PYBIND11_MODULE(_headroom, module) {
       .def_readwrite("ranks", &CheckOptions::ranks)
       .def_readwrite("gpus", &CheckOptions::gpus)
       .def_readwrite("worker_rss", &CheckOptions::worker_rss)
+      .def_readwrite("tensors_per_batch", &CheckOptions::tensors_per_batch)
+      .def_readwrite("base_fds", &CheckOptions::base_fds)
       .def_readwrite("only", &CheckOptions::only);
 
   module.def("run_checks", &headroom::run_checks_json, py::arg("options"), py::arg("environment"),
@@ -96,15 +100,16 @@ PYBIND11_MODULE(_headroom, module) {
       "dataloader_shm_need",
       [](const CheckOptions& options) { return headroom::dataloader_shm_need(options); },
       py::arg("options"),
-      "Peak /dev/shm bytes of the DataLoaders: ranks x workers x prefetch x batch.");
+      "Upper bound of the /dev/shm bytes of the DataLoaders: ranks x ((workers x prefetch + "
+      "2) x batch + semaphores).");
   module.def(
       "check_ids",
       [] {
         std::vector<std::string> ids;
-        for (const headroom::CheckSpec& spec : headroom::check_table()) ids.emplace_back(spec.id);
+        for (std::string_view id : headroom::finding_ids()) ids.emplace_back(id);
         return ids;
       },
-      "Ids of the checks, in the order they run.");
+      "Ids of the findings the checks yield, in the order they run.");
   module.def(
       "parse_size",
       [](const std::string& text) { return headroom::unwrap(headroom::parse_size(text)); },

@@ -40,15 +40,32 @@ class PyWatcher {
       py::gil_scoped_release release;
       step = watcher_.step();
     }
-    return to_json(unwrap(std::move(step))).dump();
+    WatchStep done = unwrap(std::move(step));
+    nlohmann::ordered_json json = to_json(done);
+    // The events carry "stop" too, as active() does.
+    if (json.contains("alerts")) {
+      for (std::size_t i = 0; i < json["alerts"].size() && i < done.events.size(); ++i) {
+        json["alerts"][i]["stop"] = stops(done.events[i]);
+      }
+    }
+    return json.dump();
   }
 
-  /// The alerts firing now: [{"kind", "rule", "subject", "severity", ...}].
+  /// The alerts firing now: [{"kind", "rule", "subject", "severity", ..., "stop"}], where
+  /// "stop" says the loop should save and stop (blocks_next_checkpoint).
   std::string active() const {
     nlohmann::ordered_json alerts = nlohmann::ordered_json::array();
-    for (const auto& [key, alert] : watcher_.engine().active())
-      alerts.push_back(to_json(alert.last));
+    for (const auto& [key, alert] : watcher_.engine().active()) {
+      nlohmann::ordered_json json = to_json(alert.last);
+      json["stop"] = blocks_next_checkpoint(alert.last, watcher_.engine().config());
+      alerts.push_back(std::move(json));
+    }
     return alerts.dump();
+  }
+
+  /// Whether the event (one of step()'s) says the loop should save and stop.
+  bool stops(const AlertEvent& event) const {
+    return blocks_next_checkpoint(event, watcher_.engine().config());
   }
 
  private:

@@ -42,8 +42,8 @@ def run_isolated(script: str, mounts: str, timeout: float = 120) -> dict:
     """Runs a Python script in a private mount namespace after the shell `mounts`.
 
     The script prints results as lines "RESULT <json object>"; they are merged and
-    returned with the script's "returncode" and the tail of its "stderr". Mounts
-    vanish with the namespace.
+    returned with the script's "returncode" and the tails of its "stdout" and "stderr".
+    Mounts vanish with the namespace.
     """
     require_root()
     scratch = REPO / "build" / "scratch"
@@ -64,7 +64,8 @@ def run_isolated(script: str, mounts: str, timeout: float = 120) -> dict:
             found.update(json.loads(line[len("RESULT "):]))
     if not found:
         pytest.fail(f"no RESULT line (rc={result.returncode}):\n{result.stdout}\n{result.stderr}")
-    found.update(returncode=result.returncode, stderr=result.stderr[-4000:])
+    found.update(returncode=result.returncode, stderr=result.stderr[-4000:],
+                 stdout=result.stdout[-8000:])
     return found
 
 

@@ -11,18 +11,67 @@ from conftest import needs_torch, run_isolated
 import headroom
 
 
-def test_retention_pattern_lets_every_run_of_digits_vary():
-    pattern = headroom.retention_pattern("/ckpt/epoch3-step000100.pt")
-    assert pattern.fullmatch("epoch12-step000200.pt")
-    assert not pattern.fullmatch("epoch12-step000200.pt.bak")
-    assert not pattern.fullmatch("best.pt")
-    assert headroom.retention_pattern("latest.pt").fullmatch("latest.pt")
+def test_series_share_everything_but_the_step():
+    template = headroom.series_template
+    assert template("/ckpt/step_000100.pt") == "step_{N}.pt"
+    assert template("epoch=3-step=400.ckpt") == "epoch={E}-step={N}.ckpt"
+    assert template("epoch=3-val_loss=0.12.ckpt") == "epoch={E}-val_loss={M}.ckpt"
+    # Two folds are two series; a model's name is not a step.
+    assert template("fold0_epoch_009.pt") != template("fold1_epoch_002.pt")
+    assert template("resnet50.pt") == "resnet50.pt" != template("resnet18.pt")
+    assert template("resnet-50.pt") == "resnet-50.pt"
+    assert template("checkpoint-500", directory=True) == "checkpoint-{N}/"
+    assert template("tmp-checkpoint-700", directory=True) == "checkpoint-{N}/"
+    assert template("state_100.pth.tar") == "state_{N}.pth.tar"
 
 
 def test_disk_full_is_an_oserror_with_enospc():
-    error = headroom.DiskFull("/ckpt/a.pt", 10, 5, "no room")
+    error = headroom.DiskFullError("/ckpt/a.pt", 10, 5, "no room")
     assert isinstance(error, OSError) and error.errno == errno.ENOSPC
     assert error.filename == "/ckpt/a.pt" and error.needed_bytes == 10 and error.avail_bytes == 5
+    assert headroom.DiskFull is headroom.DiskFullError and error.removed == ()
+
+
+@needs_torch
+def test_retention_never_touches_other_series_or_other_models(scratch):
+    import torch
+
+    # Another fold's run and another model in the same directory.
+    for epoch in (9, 10):
+        torch.save(torch.zeros(8), scratch / f"fold0_epoch_{epoch:03d}.pt")
+    torch.save(torch.zeros(8), scratch / "resnet18.pt")
+    for epoch in (1, 2, 3):
+        headroom.save_checkpoint(torch.ones(8) * epoch, scratch / f"fold1_epoch_{epoch:03d}.pt",
+                                 keep=2)
+    headroom.save_checkpoint(torch.ones(8), scratch / "resnet50.pt", keep=1)
+    assert sorted(p.name for p in scratch.iterdir()) == [
+        "fold0_epoch_009.pt", "fold0_epoch_010.pt", "fold1_epoch_002.pt", "fold1_epoch_003.pt",
+        "resnet18.pt", "resnet50.pt"]
+
+
+@needs_torch
+def test_a_cut_short_checkpoint_pushes_no_complete_one_out(scratch):
+    import torch
+
+    for step in (100, 200):
+        headroom.save_checkpoint(torch.ones(4096) * step, scratch / f"step_{step:06d}.pt")
+    # step 300 died half-way (a plain torch.save on a full disk): the zip has no end.
+    torch.save(torch.ones(4096), scratch / "step_000300.pt")
+    data = (scratch / "step_000300.pt").read_bytes()
+    (scratch / "step_000300.pt").write_bytes(data[: len(data) // 2])
+    headroom.save_checkpoint(torch.ones(4096) * 400, scratch / "step_000400.pt", keep=2)
+    # The 2 newest complete ones stay; the truncated one counted for nothing.
+    assert sorted(p.name for p in scratch.iterdir()) == ["step_000200.pt", "step_000400.pt"]
+    assert torch.load(scratch / "step_000200.pt")[0] == 200
+
+
+@needs_torch
+def test_a_restarted_run_never_deletes_what_it_just_saved(scratch):
+    import torch
+
+    headroom.save_checkpoint(torch.zeros(8), scratch / "step_000900.pt")  # an earlier run
+    written = headroom.save_checkpoint(torch.ones(8), scratch / "step_000100.pt", keep=1)
+    assert written.exists()
 
 
 @needs_torch
@@ -53,6 +102,55 @@ def test_glob_pattern_overrides_the_series(scratch):
 def test_rejects_bad_keep(scratch):
     with pytest.raises(ValueError, match="keep"):
         headroom.save_checkpoint({}, scratch / "a.pt", keep=0)
+    with pytest.raises(ValueError, match="pattern"):
+        headroom.save_checkpoint({}, scratch / "a.pt", pattern="")
+
+
+SHORT_DISK = """
+import json, os
+import torch
+import headroom
+
+MIB = 1 << 20
+d = "/ckpt"
+def fill(leave):
+    stats = os.statvfs(d)
+    free = stats.f_bavail * stats.f_frsize
+    with open(f"{d}/filler", "ab") as f:
+        f.write(b"\\0" * max(0, free - leave))
+def names():
+    return sorted(name for name in os.listdir(d) if name != "filler")
+
+out = {}
+eight = {"w": torch.zeros(2 * MIB)}         # 8 MiB
+for step in (1, 2):
+    headroom.save_checkpoint(eight, f"{d}/step_{step:06d}.pt", keep=2)
+fill(5 * MIB)
+# Does not fit in 5 MiB, fits once step 1 (which retention removes after it anyway) is gone.
+headroom.save_checkpoint(eight, f"{d}/step_000003.pt", keep=2)
+out["after_fit"] = names()
+# 16 MiB does not fit even then: nothing may be removed.
+try:
+    headroom.save_checkpoint({"w": torch.zeros(4 * MIB)}, f"{d}/step_000004.pt", keep=2)
+    out["big"] = "saved"
+except headroom.DiskFullError as error:
+    out["big"] = str(error)
+    out["big_removed"] = list(error.removed)
+out["after_big"] = names()
+out["loads"] = [torch.load(f"{d}/{name}")["w"].numel() for name in names()]
+print("RESULT " + json.dumps(out))
+"""
+
+
+@needs_torch
+def test_deletes_only_when_the_new_checkpoint_is_known_to_fit(scratch):
+    script = SHORT_DISK.replace('d = "/ckpt"', f'd = "{scratch}"')
+    result = run_isolated(script, mounts=f"mount -t tmpfs -o size=32m tmpfs {scratch}")
+    assert result["after_fit"] == ["step_000002.pt", "step_000003.pt"], result
+    assert "does not fit" in result["big"] and "nothing was removed" in result["big"], result
+    assert result["big_removed"] == []
+    assert result["after_big"] == ["step_000002.pt", "step_000003.pt"], result
+    assert result["loads"] == [2 << 20, 2 << 20]
 
 
 NEARLY_FULL = """

@@ -65,13 +65,15 @@ def test_severity_order():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("32MiB", 32 << 20), ("1.5G", 3 << 29), ("4096", 4096), ("64k", 64 << 10), (12, 12)])
+    ("32MiB", 32 << 20), ("1.5G", 3 << 29), ("4096", 4096), ("64k", 64 << 10), (12, 12),
+    (8.1 * (1 << 20), 8493466)])  # a float of bytes (8.1 * MiB) is rounded up
 def test_parse_size(text, expected):
     assert headroom.parse_size(text) == expected
 
 
 @pytest.mark.parametrize("bad, error", [("lots", ValueError), (-1, ValueError),
-                                        (1.5, TypeError), (True, TypeError)])
+                                        (float("nan"), ValueError), (True, TypeError),
+                                        ([1], TypeError)])
 def test_parse_size_rejects(bad, error):
     with pytest.raises(error, match="batch_bytes"):
         headroom.parse_size(bad, "batch_bytes")
@@ -82,10 +84,11 @@ def test_check_runs_the_core_checks_on_this_host(scratch):
     report = headroom.check(scratch, workers=4, batch_bytes="100GiB", only=["shm.capacity"])
     shm = report.find("shm.capacity")
     assert report.verdict == "critical" and shm.severity == "critical"
-    assert shm.value("dataloader_need_bytes") == 4 * 2 * (100 << 30)
+    # (workers x prefetch + the 2 batches in the loop's hands) x batch + 4 x (W + 2) pages
+    assert shm.value("dataloader_need_bytes") == (4 * 2 + 2) * (100 << 30) + 4 * 6 * 4096
     assert "SIGBUS" in shm.summary and shm.remedy
     fine = headroom.check(scratch, workers=1, batch_bytes=4096, only="shm.capacity")
-    assert fine.find("shm.capacity").value("dataloader_need_bytes") == 2 * 4096
+    assert fine.find("shm.capacity").value("dataloader_need_bytes") == 4 * 4096 + 4 * 3 * 4096
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -93,7 +96,8 @@ def test_check_runs_the_core_checks_on_this_host(scratch):
     ({"keep": 0}, ValueError, "keep"),
     ({"batch_bytes": "huge"}, ValueError, "batch_bytes"),
     ({"only": ["nonsense"]}, ValueError, "nonsense"),
-    ({"warn_percent": 99, "critical_percent": 90}, ValueError, "warn-percent"),
+    # Errors name the Python argument, not the CLI flag (issue 20 #17).
+    ({"warn_percent": 99, "critical_percent": 90}, ValueError, "^warn_percent"),
 ])
 def test_check_rejects_bad_arguments(scratch, kwargs, error, match):
     with pytest.raises(error, match=match):

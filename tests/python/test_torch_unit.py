@@ -56,9 +56,14 @@ def _loader(torch, **kwargs):
     return DataLoader(data, batch_size=16, **kwargs)
 
 
-def test_shm_need_is_workers_times_prefetch_times_batch(ht, torch):
+def _need(workers, prefetch, batch):
+    """The bound: (W x P + 2 batches in the loop's hands) x batch + 4 x (W + 2) semaphore pages."""
+    return (workers * prefetch + 2) * batch + 4 * (workers + 2) * PAGE
+
+
+def test_shm_need_bounds_workers_times_prefetch_batches_and_two_in_hand(ht, torch):
     batch = 16 * 3 * 32 * 32 * 4 + PAGE  # images + one page of labels
-    assert ht.shm_need(_loader(torch, num_workers=4, prefetch_factor=3)) == 4 * 3 * batch
+    assert ht.shm_need(_loader(torch, num_workers=4, prefetch_factor=3)) == _need(4, 3, batch)
     shape = ht.measure(_loader(torch, num_workers=2))
     assert (shape.workers, shape.prefetch, shape.batch_bytes) == (2, 2, batch)
     assert ht.shm_need(_loader(torch, num_workers=0)) == 0
@@ -81,10 +86,10 @@ def test_iterable_and_unbatched_loaders(ht, torch):
 
     assert ht.measure(DataLoader(Stream(), batch_size=4, num_workers=1)).batch_bytes == PAGE
     unbatched = DataLoader([torch.zeros(2048)] * 3, batch_size=None, num_workers=2)
-    assert ht.shm_need(unbatched) == 2 * 2 * 2 * PAGE
+    assert ht.shm_need(unbatched) == _need(2, 2, 2 * PAGE)
 
 
 def test_preflight_passes_the_measured_shape(ht, torch, scratch):
     report = ht.preflight(_loader(torch, num_workers=4), scratch, only=["shm.capacity"])
     shm = report.find("shm.capacity")
-    assert shm.value("dataloader_need_bytes") == 4 * 2 * (16 * 3 * 32 * 32 * 4 + PAGE)
+    assert shm.value("dataloader_need_bytes") == _need(4, 2, 16 * 3 * 32 * 32 * 4 + PAGE)
