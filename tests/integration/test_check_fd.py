@@ -99,3 +99,49 @@ echo $rc > "$SCRATCH/job-{name}.rc"
     severity, rc, log = outcomes[HIGH]
     assert severity == "ok"
     assert rc == 0 and "kept 400 batches" in log, log
+
+
+# A training loop as most scripts write it: 4 workers, prefetch 2, (image, label) batches,
+# each batch dropped when the next arrives; the default file_descriptor strategy.
+LOOP = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Images(Dataset):
+    def __len__(self):
+        return 1600
+    def __getitem__(self, i):
+        return torch.full((3, 8, 8), float(i)), i
+
+steps = 0
+for images, labels in DataLoader(Images(), batch_size=4, num_workers=4, timeout=30):
+    steps += 1
+print("ran", steps, "steps", flush=True)
+"""
+
+
+@pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch is not installed")
+def test_critical_only_where_a_real_loader_fails(headroom, scratch):
+    # Issue 20 #9: `ulimit -n 100` was critical (estimated need 106) for a 4-worker job that
+    # runs 400 steps at `ulimit -n 48`. Critical must mean the job fails.
+    (scratch / "loop.py").write_text(LOOP)
+    outcomes = {}
+    for limit in (20, 48, 100):
+        script = f"""
+ulimit -n {limit}
+"$HEADROOM" check --json --only fd.limit --workers 4 > "$SCRATCH/report-{limit}.json" || true
+rc=0; timeout 120 "$PY" "$SCRATCH/loop.py" > "$SCRATCH/job-{limit}.log" 2>&1 || rc=$?
+echo $rc > "$SCRATCH/job-{limit}.rc"
+"""
+        result = in_namespace(script, timeout=300, env={"SCRATCH": str(scratch)})
+        assert result.returncode == 0, result.stderr
+        item = finding(json.loads((scratch / f"report-{limit}.json").read_text()), "fd.limit")
+        outcomes[limit] = (item["severity"], int((scratch / f"job-{limit}.rc").read_text()),
+                           (scratch / f"job-{limit}.log").read_text())
+    for limit in (48, 100):
+        severity, rc, log = outcomes[limit]
+        assert rc == 0 and "ran 400 steps" in log, (limit, log)
+        assert severity == "warn", (limit, severity)  # below the typical need of 105
+    severity, rc, log = outcomes[20]
+    assert severity == "critical"  # below the minimum of 30
+    assert rc != 0, log
