@@ -329,9 +329,16 @@ C="$WORK/ckpt"; mkdir -p "$C" && mount -t tmpfs -o size=32m,mode=0755,uid=65534,
 as_nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$@"; }
 as_nobody sh -c 'for s in 100 200 300 400; do
     mkdir -m 755 "$0/checkpoint-$s"
-    head -c 100000 /dev/urandom > "$0/checkpoint-$s/model.safetensors"
     echo "{\"global_step\": $s}" > "$0/checkpoint-$s/trainer_state.json"
   done' "$C"
+# Intact safetensors files (prune checks the format: random bytes would be incomplete).
+for s in 100 200 300 400; do
+  $PY -c 'import json, struct, sys
+header = json.dumps({"w": {"dtype": "U8", "shape": [100000], "data_offsets": [0, 100000]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(header)) + header + bytes(100000))' \
+    "$C/checkpoint-$s/model.safetensors"
+  chown 65534:65534 "$C/checkpoint-$s/model.safetensors"
+done
 touch -d "3 days ago" "$C"/checkpoint-*/* "$C"/checkpoint-*
 # An evaluation job of another user (uid 65533, unreadable to nobody) reads checkpoint-100,
 # and one works in checkpoint-200 without any file open.
