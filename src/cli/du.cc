@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "core/operand.h"
 #include "core/units.h"
 #include "core/walk/du_render.h"
 
@@ -101,13 +102,9 @@ std::function<int()> setup_du(CLI::App& app, const Globals& globals) {
   return [command, &globals]() {
     const Context context = make_context(globals);
     DuOptions options;
-    std::filesystem::path path =
-        command->path.empty() ? context.working_directory : std::filesystem::path(command->path);
-    if (path.is_relative()) path = context.working_directory / path;
-    options.path = path.lexically_normal();
-    if (options.path.has_filename() == false && options.path != options.path.root_path()) {
-      options.path = options.path.parent_path();  // "dir/" -> "dir"
-    }
+    auto operand = resolve_operand(context, command->path);
+    if (!operand) return usage_error(operand.error().message);
+    options.path = operand->path;
     options.top = command->top;
     options.size = command->apparent ? walk::SizeKind::kApparent : walk::SizeKind::kDisk;
     options.mounts = command->cross_mounts ? walk::Mounts::kCross : walk::Mounts::kStayOnFilesystem;
@@ -120,9 +117,12 @@ std::function<int()> setup_du(CLI::App& app, const Globals& globals) {
     line.stop();
     if (!report) return usage_error(report.error().message);
     if (globals.json) {
-      std::cout << du_to_json(*report).dump(2) << "\n";
+      auto out = du_to_json(*report);
+      out["given_path"] = operand->given.string();
+      std::cout << out.dump(2) << "\n";
     } else {
       std::cout << render_du_text(*report, stdout_style(globals));
+      if (operand->followed()) std::cout << operand->note() << "\n";
     }
     return static_cast<int>(kExitOk);
   };

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "core/operand.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -55,12 +56,9 @@ std::function<int()> setup_prune(CLI::App& app, const Globals& globals) {
   return [command, &globals]() {
     const Context context = make_context(globals);
     PruneOptions options;
-    std::filesystem::path dir(command->dir);
-    if (dir.is_relative()) dir = context.working_directory / dir;
-    options.dir = dir.lexically_normal();
-    if (!options.dir.has_filename() && options.dir != options.dir.root_path()) {
-      options.dir = options.dir.parent_path();
-    }
+    auto operand = resolve_operand(context, command->dir);
+    if (!operand) return usage_error(operand.error().message);
+    options.dir = operand->path;
     options.policy.keep_last = command->keep_last;
     options.policy.keep_best = command->keep_best;
     options.policy.metric = command->metric;
@@ -77,9 +75,12 @@ std::function<int()> setup_prune(CLI::App& app, const Globals& globals) {
     auto result = run_prune(context, options);
     if (!result) return usage_error(result.error().message);
     if (globals.json) {
-      std::cout << prune_to_json(*result).dump(2) << "\n";
+      auto out = prune_to_json(*result);
+      out["given_dir"] = operand->given.string();
+      std::cout << out.dump(2) << "\n";
     } else {
       std::cout << render_prune_text(*result, stdout_style(globals));
+      if (operand->followed()) std::cout << operand->note() << "\n";
     }
     return result->not_removed() > 0 ? static_cast<int>(kExitFindings) : static_cast<int>(kExitOk);
   };

@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "core/inuse/inuse_index.h"
+#include "core/operand.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -109,15 +110,16 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
     options.include_sysv = false;
     options.include_cmdline = globals.json;  // the text table shows the command name only
     std::vector<std::pair<std::filesystem::path, FileId>> targets;
+    std::vector<Operand> operands;
     for (const std::string& text : command->paths) {
-      std::filesystem::path path = text;
-      if (path.is_relative()) path = context.working_directory / path;
-      path = path.lexically_normal();
-      if (path.native().size() > 1 && path.native().back() == '/') path = path.parent_path();
+      auto operand = resolve_operand(context, text);
+      if (!operand) return usage_error("who: " + operand.error().message);
+      const std::filesystem::path& path = operand->path;
       auto id = file_id(context.root.host(path));
       if (!id) return usage_error(fmt::format("who {}: {}", text, std::strerror(errno)));
       targets.emplace_back(path, *id);
       options.path_prefixes.push_back(path);
+      operands.push_back(std::move(*operand));
     }
     auto index = scan_in_use(context, options);
     if (!index) return usage_error(index.error().message);
@@ -130,9 +132,11 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
     if (globals.json) {
       nlohmann::ordered_json out;
       out["paths"] = nlohmann::ordered_json::array();
-      for (const PathHolders& result : results) {
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const PathHolders& result = results[i];
         nlohmann::ordered_json entry;
         entry["path"] = result.path.string();
+        entry["given_path"] = operands[i].given.string();
         entry["holders"] = nlohmann::ordered_json::array();
         for (const Holder* holder : result.holders) {
           entry["holders"].push_back(holder_json(*index, *holder));
@@ -146,6 +150,9 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
       std::cout << out.dump(2) << "\n";
     } else {
       print_text(*index, results, stdout_style(globals), context.syscalls->effective_uid() == 0);
+      for (const Operand& operand : operands) {
+        if (operand.followed()) std::cout << operand.note() << "\n";
+      }
     }
     return any ? static_cast<int>(kExitOk) : static_cast<int>(kExitFindings);
   };

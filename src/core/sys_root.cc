@@ -1,10 +1,13 @@
 #include "core/sys_root.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <vector>
 
 #include "core/open_files.h"
 
@@ -75,6 +78,42 @@ Result<std::string> SysRoot::read(const std::filesystem::path& path, std::size_t
   ::close(fd);
   if (content.size() > limit) content.resize(limit);
   return content;
+}
+
+Result<std::filesystem::path> SysRoot::resolve(const std::filesystem::path& absolute) const {
+  // Components still to walk, last first, so a link's target is pushed in front of the rest.
+  std::vector<std::string> pending;
+  for (const auto& part : absolute.relative_path()) pending.push_back(part.string());
+  std::reverse(pending.begin(), pending.end());
+  std::filesystem::path done = "/";
+  int links = 0;
+  while (!pending.empty()) {
+    const std::string part = std::move(pending.back());
+    pending.pop_back();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      done = done.parent_path();
+      continue;
+    }
+    const std::filesystem::path next = done / part;
+    struct stat info {};
+    if (::lstat(host(next).c_str(), &info) != 0) {
+      return fail(Error::from_errno(errno, next.string()));
+    }
+    if (!S_ISLNK(info.st_mode)) {
+      done = next;
+      continue;
+    }
+    if (++links > 40) return fail(Error::from_errno(ELOOP, absolute.string()));
+    auto target = read_link(host(next));
+    if (!target) return fail(target.error());
+    const std::filesystem::path link(*target);
+    if (link.is_absolute()) done = "/";
+    std::vector<std::string> parts;
+    for (const auto& component : link.relative_path()) parts.push_back(component.string());
+    pending.insert(pending.end(), parts.rbegin(), parts.rend());
+  }
+  return done;
 }
 
 Result<std::string> SysRoot::read_link(const std::filesystem::path& path) const {

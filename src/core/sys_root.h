@@ -35,6 +35,11 @@ class SysRoot {
   /// Reads a whole pseudo-file: never trusts st_size, reads to EOF, at most `limit` bytes.
   [[nodiscard]] Result<std::string> read(const std::filesystem::path& path,
                                          std::size_t limit = std::size_t{1} << 20) const;
+  /// Resolves every symlink in an absolute host path as the host sees it (realpath under
+  /// the root prefix: an absolute link target is re-rooted), for command-line operands
+  /// (`du -H`, fuser). "." and ".." are applied after each link, as the kernel does.
+  /// ENOENT for a missing component, ELOOP after 40 links.
+  [[nodiscard]] Result<std::filesystem::path> resolve(const std::filesystem::path& absolute) const;
   /// Reads a symlink's target (e.g. /proc/<pid>/fd/3), without following it.
   [[nodiscard]] Result<std::string> read_link(const std::filesystem::path& path) const;
 

@@ -93,9 +93,10 @@ def test_symlinks_are_not_followed(headroom, scratch):
     assert report["total"]["disk_bytes"] < 8 << 20
     link = entry(report, "link")
     assert link["type"] == "symlink" and link["apparent_bytes"] == len(str(outside))
-    # The root itself given as a symlink is not followed either.
+    # The root itself given as a symlink is followed, as du -H does, and said so.
     report = du_json(headroom, str(tree / "link"))
-    assert report["total"]["files"] == 1 and report["total"]["directories"] == 0
+    assert report["path"] == str(outside) and report["given_path"] == str(tree / "link")
+    assert report["total"]["files"] == 1 and report["total"]["apparent_bytes"] >= 8 << 20
 
 
 def test_tmpfs_mounted_inside_is_not_crossed_unless_asked(headroom, scratch):
@@ -170,3 +171,37 @@ def test_missing_path_is_a_usage_error(headroom, scratch):
     result = subprocess.run([headroom, "du", str(scratch / "nope")], capture_output=True, text=True)
     assert result.returncode == 2
     assert "nope" in result.stderr and result.stdout == ""
+
+
+def test_a_symlink_given_on_the_command_line_is_followed_by_du_who_and_prune(headroom, scratch):
+    """outputs -> /scratch/...: du, who and prune examine the target, as du -H and fuser
+    do, and say so; links met inside the walk are still never followed."""
+    real = scratch / "scratch" / "run7" / "outputs"
+    for step in (100, 200):
+        (real / f"checkpoint-{step}").mkdir(parents=True)
+        (real / f"checkpoint-{step}" / "model.safetensors").write_bytes(os.urandom(1 << 20))
+    (real / "elsewhere").symlink_to(scratch)  # inside the walk: not followed
+    link = scratch / "outputs"
+    link.symlink_to(real)
+
+    du = subprocess.run([headroom, "du", f"{link}/"], capture_output=True, text=True)
+    assert du.returncode == 0, du.stderr
+    assert f"{link} -> {real}" in du.stdout, du.stdout
+    report = du_json(headroom, str(link))
+    assert report["path"] == str(real) and report["given_path"] == str(link)
+    assert 2 << 20 <= report["total"]["apparent_bytes"] < 3 << 20, report["total"]
+
+    worker = subprocess.Popen(["sleep", "60"], cwd=real / "checkpoint-200")
+    try:
+        who = subprocess.run([headroom, "--json", "who", str(link)], capture_output=True, text=True)
+        assert who.returncode == 0, who.stdout + who.stderr  # 0: something holds it
+        holders = json.loads(who.stdout)["paths"][0]["holders"]
+        assert any(h["pid"] == worker.pid and h["how"] == "cwd" for h in holders), holders
+    finally:
+        worker.kill()
+        worker.wait()
+
+    prune = subprocess.run([headroom, "prune", str(link), "--keep-last", "1"],
+                           capture_output=True, text=True)
+    assert prune.returncode == 0, prune.stderr
+    assert "checkpoint-100/" in prune.stdout and f"{link} -> {real}" in prune.stdout, prune.stdout
