@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/toml_text.h"
 #include "core/units.h"
 
 namespace headroom::daemon {
@@ -320,6 +321,10 @@ Result<void> apply_toml(std::string_view text, const std::string& source, Daemon
   // defaults: a reload would silently drop every sink.
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return fail(Error::invalid(fmt::format("{}: the file is empty", source)));
+  }
+  if (const auto control = find_toml_control(text)) {
+    return fail(Error::invalid(
+        fmt::format("{}:{}: not valid TOML: {}", source, control->line, control->describe())));
   }
   toml::table root;
   try {

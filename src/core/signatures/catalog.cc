@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/signatures/literal.h"
+#include "core/toml_text.h"
 
 namespace headroom {
 
@@ -222,6 +223,10 @@ std::string_view to_string(Strength strength) {
 }
 
 Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origin) {
+  if (const auto control = find_toml_control(toml_text)) {
+    return fail(Error::parse(
+        fmt::format("{}:{}:{}: {}", origin, control->line, control->column, control->describe())));
+  }
   toml::table root;
   try {
     root = toml::parse(toml_text, origin);
