@@ -355,7 +355,7 @@ for delay in 0 0.1 0.3; do
   pid=$!
   # Removal has begun (the first file is gone or renamed), then a little later: SIGTERM.
   while [ "$(ls "$T" | wc -l)" -ge 1500 ] && kill -0 $pid 2>/dev/null; do sleep 0.005; done
-  sleep $delay; kill -TERM $pid
+  sleep $delay; kill -TERM $pid 2>/dev/null || true  # it may have finished already
   rc=0; wait $pid || rc=$?
   echo "=== rc $delay"; echo $rc
   echo "=== report $delay"; cat "$WORK/out"
@@ -364,8 +364,10 @@ done
 ''', env={"WORK": str(scratch), "LATER": LATER, "VOUCH": VOUCH})
     interrupted = 0
     for delay in ("0", "0.1", "0.3"):
-        assert parts[f"rc {delay}"].split() == ["143"], parts  # 128 + SIGTERM
         report = json.loads(parts[f"report {delay}"])
+        # 128 + SIGTERM; 0 only when clean had finished before the signal came.
+        finished = not report["interrupted"] and len(report["removed"]) == 1500
+        assert parts[f"rc {delay}"].split() in ([["0"], ["143"]] if finished else [["143"]]), parts
         left = set(parts[f"left {delay}"].split()) - {".", ".."}
         assert not [name for name in left if name.startswith(".headroom-clean-")], left
         removed = {item["path"].rsplit("/", 1)[1] for item in report["removed"]}
