@@ -189,9 +189,12 @@ def test_checkpoint_being_written_is_never_deleted(headroom, scratch, writer, fl
         proc.wait()
     assert decisions(report)["epoch=4-step=400.ckpt"] == "keep"
     why = reasons(report, "epoch=4-step=400.ckpt")
-    assert "still being written" in why
     if writer is WRITER:
+        # The open fd is the proof that holds whatever the load; growth within the 200 ms
+        # look is added when the writer was scheduled in it (an fsync can stall longer).
         assert f"[{proc.pid}]" in why and "(root, fd)" in why
+    else:
+        assert "still being written" in why
     # It is not complete, so the newest complete one is step 300, which is kept too.
     assert "newest complete checkpoint" in reasons(report, "epoch=3-step=300.ckpt")
     assert result.returncode == 0, result.stdout

@@ -46,8 +46,14 @@ ProcessTreeSampler::ProcessTreeSampler(Context context, pid_t ancestor, pid_t ma
     : context_(std::move(context)), ancestor_(ancestor), main_pid_(main_pid) {}
 
 ProcessIdentity ProcessTreeSampler::identify(const ProcStatus& status) {
+  auto cmdline = read_proc_cmdline(context_, status.pid);
   const auto known = seen_.find(status.pid);
-  if (known != seen_.end() && known->second.name == status.name) {
+  // A child seen between fork and exec has its parent's name and command line (and
+  // environment: no RANK yet); exec of the same interpreter keeps the name, so the
+  // command line is what tells that it has since become another program. (A zombie's
+  // command line reads empty: that is no exec.)
+  if (known != seen_.end() && known->second.name == status.name &&
+      (!cmdline || cmdline->empty() || *cmdline == known->second.cmdline)) {
     ProcessIdentity identity = known->second;
     identity.ppid = status.ppid;  // orphans move to headroom
     return identity;
@@ -57,8 +63,7 @@ ProcessIdentity ProcessTreeSampler::identify(const ProcStatus& status) {
   identity.pid = status.pid;
   identity.ppid = status.ppid;
   identity.name = status.name;
-  if (auto cmdline = read_proc_cmdline(context_, status.pid))
-    identity.cmdline = std::move(*cmdline);
+  if (cmdline) identity.cmdline = std::move(*cmdline);
   if (auto env = read_proc_environ(context_, status.pid, {"RANK", "LOCAL_RANK"})) {
     identity.rank = to_int(*env, "RANK");
     identity.local_rank = to_int(*env, "LOCAL_RANK");
