@@ -9,6 +9,20 @@ namespace headroom::cli {
 
 namespace {
 
+/// CLI11 converts "-1" for an unsigned option to its largest value (`du --top -1` listed
+/// everything): every unsigned option of every command refuses a negative number instead.
+void refuse_negative_counts(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name() != "UINT") continue;
+    option->check(CLI::Validator(
+        [](const std::string& value) {
+          return value.starts_with('-') ? "must not be negative, got " + value : std::string();
+        },
+        "", "not negative"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuse_negative_counts(*sub);
+}
+
 int run_parsed(int argc, char** argv, std::span<const Command> commands) {
   CLI::App app{"headroom: find and fix the host resources that kill training jobs", "headroom"};
   app.set_version_flag("--version", std::string("headroom ") + HEADROOM_VERSION);
@@ -30,6 +44,7 @@ int run_parsed(int argc, char** argv, std::span<const Command> commands) {
     subcommands.push_back(sub);
     actions.push_back(command.setup(*sub, globals));
   }
+  refuse_negative_counts(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

@@ -53,8 +53,7 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
     host = confirm_on_host(make_context(globals), diagnosis);
     apply_host(diagnosis, host);
   }
-  const std::vector<std::string> remedy =
-      remedies_for(diagnosis, host.runtime, recommended_shm_size(host));
+  const std::vector<std::string> remedy = remedies_for(diagnosis, host);
   if (globals.json) {
     std::cout << explain_to_json(diagnosis, host, remedy).dump(2) << "\n";
   } else {

@@ -246,7 +246,7 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
     // the post-mortem asks for the /dev/shm size the preflight asked for.
     const HostConfirmation host = confirm_on_host(context, diagnosis, options);
     apply_host(diagnosis, host);
-    input.remedy = remedies_for(diagnosis, host.runtime, recommended_shm_size(host));
+    input.remedy = remedies_for(diagnosis, host);
     postmortem = build_postmortem(input);
   }
   if (postmortem.stopped) {

@@ -101,3 +101,42 @@ def _out_dir(name: str):
     path = REPO / "build" / "scratch" / f"shm-job-{name}"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def meminfo_total() -> int:
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no MemTotal")
+
+
+def test_the_fix_never_asks_for_more_than_the_host_has():
+    # issue 16: --workers 8 --batch-bytes 4GiB on a 23.5 GiB host was "remount,size=72g".
+    ram = meminfo_total()
+    batch = ram // 4  # 18 batches of a quarter of RAM: four times RAM
+    result = in_namespace(f"""
+        mount -t tmpfs -o size=64m tmpfs /dev/shm
+        "$HEADROOM" check --workers 8 --batch-bytes {batch} --only shm.capacity --json || true
+    """)
+    shm = finding(check_json(result), "shm.capacity")
+    assert shm["severity"] == "critical"
+    assert evidence(shm, "memory_total_bytes") == ram
+    assert shm["remedy"][0].startswith("no /dev/shm size fixes this here"), shm["remedy"]
+    assert not any("size=" in line for line in shm["remedy"]), shm["remedy"]
+    assert any("fewer DataLoader workers" in line for line in shm["remedy"])
+
+
+def test_the_fix_never_asks_for_less_than_is_there():
+    # A 1 GiB /dev/shm 98% full of a dead job's segment: the fix is to free it, never a
+    # "resize" to the 1 GiB the check asks for without a shape (or to less).
+    result = in_namespace("""
+        mount -t tmpfs -o size=1g tmpfs /dev/shm
+        head -c 1000M /dev/zero > /dev/shm/torch_999_1
+        "$HEADROOM" check --only shm.capacity --json || true
+    """)
+    shm = finding(check_json(result), "shm.capacity")
+    assert shm["severity"] == "critical", shm
+    assert shm["remedy"][0].startswith("/dev/shm is already 1.0 GiB"), shm["remedy"]
+    assert "headroom clean --shm" in shm["remedy"][0]
+    assert not any("remount,size=" in line for line in shm["remedy"]), shm["remedy"]

@@ -85,5 +85,6 @@ std::vector<Finding> check_kernel_oom(const CheckInput& input);
 std::vector<Finding> check_pids_limit(const CheckInput& input);
 std::vector<Finding> check_fsize_limit(const CheckInput& input);
 std::vector<Finding> check_memlock_limit(const CheckInput& input);
+std::vector<Finding> check_job_shape(const CheckInput& input);
 
 }  // namespace headroom

@@ -9,7 +9,7 @@ namespace headroom {
 
 namespace {
 
-constexpr std::array<CheckSpec, 11> kChecks{{
+constexpr std::array<CheckSpec, 12> kChecks{{
     {"container.runtime", "bare host, Docker, Kubernetes or Slurm; IPC namespace",
      check_container_runtime, "container.runtime"},
     {"shm.capacity", "/dev/shm present, writable and big enough for the DataLoader",
@@ -34,6 +34,8 @@ constexpr std::array<CheckSpec, 11> kChecks{{
      "fsize.limit"},
     {"memlock.limit", "RLIMIT_MEMLOCK (ulimit -l) where RDMA devices exist (NCCL over InfiniBand)",
      check_memlock_limit, "memlock.limit"},
+    {"job.shape", "the CPUs and GPUs the job's --workers and --gpus need, against those seen",
+     check_job_shape, "job.shape"},
 }};
 
 /// The finding ids of one check.

@@ -103,7 +103,7 @@ std::vector<Finding> check_container_runtime(const CheckInput& input) {
       finding.severity = Severity::kWarn;
       finding.summary +=
           fmt::format(" of only {} (the runtime's default; see shm.capacity)", format_bytes(*size));
-      finding.remedy = shm_resize_remedies(runtime, kGiB);
+      finding.remedy = shm_remedies(runtime, kGiB, read_shm_facts(input.context));
     }
   }
   return {finding};

@@ -2,20 +2,56 @@
 
 #include <fmt/format.h>
 
+#include "core/probes/cgroup.h"
+#include "core/probes/meminfo.h"
 #include "core/units.h"
 
 namespace headroom {
 
-std::vector<std::string> shm_resize_remedies(const Runtime& runtime, std::uint64_t bytes) {
+ShmFacts read_shm_facts(const Context& context) {
+  ShmFacts facts;
+  if (context.syscalls != nullptr) {
+    if (auto stats = context.syscalls->statvfs(context.root.dev("shm")); stats)
+      facts.size_bytes = stats->total_bytes;
+  }
+  if (auto meminfo = read_meminfo(context); meminfo && meminfo->total_bytes > 0)
+    facts.memory_bytes = meminfo->total_bytes;
+  if (auto cgroup = read_memory_cgroup(context, context.pid, nullptr, false); cgroup)
+    facts.memory_limit_bytes = cgroup->effective_limit_bytes;
+  return facts;
+}
+
+namespace {
+
+bool in_slurm(const Runtime& runtime) {
+  return runtime.kind == RuntimeKind::kSlurm || runtime.slurm;
+}
+
+/// The lines that resize /dev/shm to `bytes` where the job runs.
+std::vector<std::string> resize_lines(const Runtime& runtime, std::uint64_t bytes,
+                                      const ShmFacts& facts) {
+  const std::string size = format_docker_size(bytes);
+  // Without the size there now, the remount is conditional: it must never shrink it.
+  const std::string unless_larger =
+      facts.size_bytes
+          ? ""
+          : fmt::format(" (only if df -h /dev/shm shows less than {})", format_bytes(bytes));
+  const bool over_limit = facts.memory_limit_bytes && bytes > *facts.memory_limit_bytes;
   std::vector<std::string> lines;
   switch (runtime.kind) {
     case RuntimeKind::kDocker:
     case RuntimeKind::kPodman:
-      lines.push_back(fmt::format("restart the container with: docker run --shm-size={} ...",
-                                  format_docker_size(bytes)));
+      lines.push_back(
+          fmt::format("restart the container with: docker run --shm-size={} ...", size));
       lines.emplace_back("or share the host's: docker run --ipc=host ...");
-      lines.push_back(fmt::format("docker compose: shm_size: '{}'", format_docker_size(bytes)));
-      break;
+      lines.push_back(fmt::format("docker compose: shm_size: '{}'", size));
+      if (over_limit) {
+        lines.push_back(fmt::format(
+            "/dev/shm's pages count against the container's memory limit ({}): raise --memory "
+            "by {} too",
+            format_bytes(*facts.memory_limit_bytes), format_bytes(bytes)));
+      }
+      return lines;
     case RuntimeKind::kKubernetes:
       lines.push_back(fmt::format(
           "mount a memory-backed emptyDir at /dev/shm in the pod spec: volumes: [{{name: dshm, "
@@ -25,21 +61,69 @@ std::vector<std::string> shm_resize_remedies(const Runtime& runtime, std::uint64
       lines.emplace_back(
           "an emptyDir of medium Memory counts against the container's memory limit: raise "
           "resources.limits.memory by the same amount");
-      break;
+      return lines;
     case RuntimeKind::kHost:
     case RuntimeKind::kSlurm:
-      lines.push_back(
-          fmt::format("sudo mount -o remount,size={} /dev/shm", format_docker_size(bytes)));
-      lines.push_back(
-          fmt::format("make it permanent in /etc/fstab: tmpfs /dev/shm tmpfs defaults,size={} 0 0",
-                      format_docker_size(bytes)));
-      if (runtime.slurm) {
-        lines.emplace_back(
-            "on a Slurm node /dev/shm is shared by all jobs: ask the admins, or "
-            "request a node with more memory");
-      }
       break;
   }
+  const std::string remount =
+      fmt::format("sudo mount -o remount,size={} /dev/shm{}", size, unless_larger);
+  if (in_slurm(runtime)) {
+    // A job cannot remount the node's /dev/shm: what the user can do comes first.
+    lines.push_back(fmt::format(
+        "in a Slurm job /dev/shm is the node's, shared by every job on it: ask the cluster's "
+        "admins for one of {} (they run: {}), or run on nodes that have it (sbatch "
+        "--constraint/--partition)",
+        size, remount));
+    if (over_limit) {
+      lines.push_back(fmt::format(
+          "/dev/shm's pages count against the job's memory ({}): request more, e.g. sbatch "
+          "--mem={}",
+          format_bytes(*facts.memory_limit_bytes),
+          format_docker_size(*facts.memory_limit_bytes + bytes)));
+    }
+    return lines;
+  }
+  lines.push_back(remount);
+  lines.push_back(fmt::format(
+      "make it permanent in /etc/fstab: tmpfs /dev/shm tmpfs defaults,size={} 0 0", size));
+  if (over_limit) {
+    lines.push_back(fmt::format(
+        "/dev/shm's pages count against the job's memory cgroup limit ({}): raise it too "
+        "(systemd: MemoryMax= of the job's unit)",
+        format_bytes(*facts.memory_limit_bytes)));
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> shm_remedies(const Runtime& runtime, std::uint64_t bytes,
+                                      const ShmFacts& facts,
+                                      const std::vector<std::string>& lower) {
+  std::vector<std::string> lines;
+  if (facts.size_bytes && *facts.size_bytes >= bytes) {
+    // Resizing would not grow it: what fills it has to go, or the job has to need less.
+    lines.push_back(fmt::format(
+        "/dev/shm is already {}, more than the {} a resize would ask for: free what fills it "
+        "(headroom clean --shm removes the segments no live process holds)",
+        format_bytes(*facts.size_bytes), format_bytes(bytes)));
+    for (const std::string& line : lower) lines.push_back("or " + line);
+    return lines;
+  }
+  if (facts.memory_bytes && bytes > *facts.memory_bytes) {
+    // A tmpfs larger than RAM pages to swap or OOM-kills the job: no fix.
+    lines.push_back(fmt::format(
+        "no /dev/shm size fixes this here: the job needs {} of it and the host has {} of RAM{}",
+        format_bytes(bytes), format_bytes(*facts.memory_bytes),
+        lower.empty() ? "; lower what it keeps there (DataLoader workers x prefetch_factor x "
+                        "batch size)"
+                      : ""));
+    lines.insert(lines.end(), lower.begin(), lower.end());
+    return lines;
+  }
+  lines = resize_lines(runtime, bytes, facts);
+  for (const std::string& line : lower) lines.push_back("or " + line);
   return lines;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/context.h"
 #include "core/finding.h"
 #include "core/probes/mountinfo.h"
 #include "core/probes/runtime.h"
@@ -15,10 +16,27 @@
 
 namespace headroom {
 
-/// How to give /dev/shm at least `bytes`: docker --shm-size, a Kubernetes
-/// emptyDir of medium Memory, or a tmpfs remount on a host.
-[[nodiscard]] std::vector<std::string> shm_resize_remedies(const Runtime& runtime,
-                                                           std::uint64_t bytes);
+/// What was measured of the /dev/shm a remedy resizes and of the memory that backs it.
+/// Unknown facts (explain --no-host) are nullopt: the remedy then says what to compare.
+struct ShmFacts {
+  std::optional<std::uint64_t> size_bytes;    ///< /dev/shm's size now
+  std::optional<std::uint64_t> memory_bytes;  ///< the host's RAM (MemTotal)
+  /// The job's memory cgroup limit: tmpfs pages are charged to it.
+  std::optional<std::uint64_t> memory_limit_bytes;
+};
+
+/// The measured facts of /dev/shm, the host's RAM and this process's memory cgroup.
+[[nodiscard]] ShmFacts read_shm_facts(const Context& context);
+
+/// The one remedy for a /dev/shm that must be `bytes` large, used by check, explain, run
+/// and watch: in the dialect of where the job runs (a Slurm job asks the admins first; docker
+/// --shm-size; a Kubernetes emptyDir of medium Memory; a tmpfs remount on a host). Never a
+/// size smaller than the one there (then what fills it must go), never more than the host's
+/// RAM can back (then `lower`, the ways to need less, come first and alone). `lower` lines
+/// read as commands ("fewer DataLoader workers ..."); after a resize they are alternatives.
+[[nodiscard]] std::vector<std::string> shm_remedies(const Runtime& runtime, std::uint64_t bytes,
+                                                    const ShmFacts& facts,
+                                                    const std::vector<std::string>& lower = {});
 
 /// How the tools that set one resource limit (RLIMIT_*) name it.
 struct RlimitNames {

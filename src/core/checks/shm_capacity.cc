@@ -89,7 +89,9 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
         "/dev/shm does not exist: DataLoader workers and torch.multiprocessing "
         "cannot create semaphores or shared tensors";
     finding.add("shm_present", false);
-    finding.remedy = shm_resize_remedies(input.runtime, 1 * kGiB);
+    ShmFacts facts = read_shm_facts(context);
+    facts.size_bytes = 0;  // there is none: any size is larger
+    finding.remedy = shm_remedies(input.runtime, 1 * kGiB, facts);
     return {finding};
   }
   finding.add("shm_present", true);
@@ -105,6 +107,12 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
   finding.add("size_bytes", stats->total_bytes, "bytes");
   finding.add("avail_bytes", stats->avail_bytes, "bytes");
   finding.add("used_percent", stats->used_percent(), "percent");
+  // What bounds the size a remedy may ask for (explain and run read them back from here).
+  ShmFacts facts = read_shm_facts(context);
+  facts.size_bytes = stats->total_bytes;
+  if (facts.memory_bytes) finding.add("memory_total_bytes", *facts.memory_bytes, "bytes");
+  if (facts.memory_limit_bytes)
+    finding.add("memory_limit_bytes", *facts.memory_limit_bytes, "bytes");
 
   const std::uint64_t loader_need = dataloader_shm_need(options);
   const std::uint64_t nccl_need = nccl_shm_need(options);
@@ -129,7 +137,10 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
     finding.summary =
         "/dev/shm is mounted read-only: creating the DataLoader fails with "
         "\"OSError: [Errno 30] Read-only file system\"";
-    finding.remedy = shm_resize_remedies(input.runtime, std::max<std::uint64_t>(recommend, kGiB));
+    // Read-only: a remount with its size is the fix even when the size is already enough.
+    ShmFacts remount = facts;
+    remount.size_bytes.reset();
+    finding.remedy = shm_remedies(input.runtime, std::max<std::uint64_t>(recommend, kGiB), remount);
     return {finding};
   }
   if (auto writable = try_create(shm); !writable) {
@@ -188,17 +199,19 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
     return {finding};
   }
 
-  finding.remedy = shm_resize_remedies(input.runtime, target);
+  std::vector<std::string> lower;
   if (loader_need > 0) {
-    finding.remedy.push_back(fmt::format(
-        "or lower the need: fewer DataLoader workers (num_workers) or prefetch_factor=1 "
-        "(each worker keeps prefetch_factor batches of {} in /dev/shm)",
-        format_bytes(options.batch_bytes.value_or(0))));
+    lower.push_back(
+        fmt::format("lower the need: fewer DataLoader workers (num_workers) or prefetch_factor=1 "
+                    "(each worker keeps prefetch_factor batches of {} in /dev/shm)",
+                    format_bytes(options.batch_bytes.value_or(0))));
   }
   if (nccl_need > 0) {
-    finding.remedy.emplace_back(
-        "last resort for NCCL: export NCCL_SHM_DISABLE=1 (falls back to slower sockets/P2P)");
+    lower.emplace_back(
+        "as a last resort for NCCL: export NCCL_SHM_DISABLE=1 (falls back to slower "
+        "sockets/P2P)");
   }
+  finding.remedy = shm_remedies(input.runtime, target, facts, lower);
   if (stats->used_bytes() > stats->total_bytes / 4) {
     finding.remedy.emplace_back(
         "see what holds the space: headroom check --only shm.stale; reclaim: headroom clean --shm");

@@ -342,29 +342,37 @@ void apply_host(Diagnosis& diagnosis, const HostConfirmation& host) {
                    [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
 }
 
-std::optional<std::uint64_t> recommended_shm_size(const HostConfirmation& host) {
+namespace {
+
+/// A number the shm.capacity check measured while confirming, if it ran.
+std::optional<std::uint64_t> shm_evidence(const HostConfirmation& host, std::string_view name) {
   for (const HostFact& fact : host.facts) {
     if (fact.check != "shm.capacity") continue;
     for (const Evidence& evidence : fact.evidence) {
-      if (evidence.name != "recommended_size_bytes") continue;
+      if (evidence.name != name) continue;
       if (const auto* bytes = std::get_if<std::uint64_t>(&evidence.value)) return *bytes;
     }
   }
   return std::nullopt;
 }
 
-std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const Runtime& runtime,
-                                      std::optional<std::uint64_t> shm_size) {
+}  // namespace
+
+std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const HostConfirmation& host) {
   std::vector<std::string> lines;
+  const Runtime& runtime = host.runtime;
   const Candidate* verdict = diagnosis.verdict();
   if (verdict == nullptr) return lines;
   std::string_view generic;  // a catalog remedy that the lines below already say concretely
   if (verdict->cause == "shm_too_small") {
     // The size the shm.capacity check recommends (from the job's shape under run), else the
     // size it asks for without one; NCCL names its segment size, which can need more.
-    std::uint64_t need = shm_size.value_or(kShmSizeWithoutShape);
+    std::uint64_t need =
+        shm_evidence(host, "recommended_size_bytes").value_or(kShmSizeWithoutShape);
     for (std::uint64_t size : diagnosis.fields.sizes) need = std::max(need, size * 16);
-    lines = shm_resize_remedies(runtime, need);
+    const ShmFacts facts{shm_evidence(host, "size_bytes"), shm_evidence(host, "memory_total_bytes"),
+                         shm_evidence(host, "memory_limit_bytes")};
+    lines = shm_remedies(runtime, need, facts);
     // Those lines are the concrete form of the catalog's "give the job a larger /dev/shm".
     for (const std::string& remedy : diagnosis.remedies) {
       if (remedy.find("stale segments") != std::string::npos) {

@@ -48,15 +48,11 @@ struct HostConfirmation {
 void apply_host(Diagnosis& diagnosis, const HostConfirmation& host);
 
 /// Remedies for the verdict in the dialect of the runtime (docker --shm-size,
-/// a Kubernetes emptyDir, ...), then the catalog's own remedies. `shm_size`: the
-/// /dev/shm size to ask for, as the shm.capacity check recommended it
-/// (recommended_shm_size); else kShmSizeWithoutShape, or more for the NCCL
-/// segments the log names.
-[[nodiscard]] std::vector<std::string> remedies_for(
-    const Diagnosis& diagnosis, const Runtime& runtime,
-    std::optional<std::uint64_t> shm_size = std::nullopt);
-
-/// The /dev/shm size the shm.capacity check recommended while confirming, if it ran.
-[[nodiscard]] std::optional<std::uint64_t> recommended_shm_size(const HostConfirmation& host);
+/// a Kubernetes emptyDir, ...), then the catalog's own remedies. A /dev/shm is sized as the
+/// shm.capacity check recommended while confirming (for run, from the job's shape), else
+/// kShmSizeWithoutShape or more for the NCCL segments the log names, and bounded by what
+/// that check measured (shm_remedies); with --no-host nothing is measured.
+[[nodiscard]] std::vector<std::string> remedies_for(const Diagnosis& diagnosis,
+                                                    const HostConfirmation& host);
 
 }  // namespace headroom

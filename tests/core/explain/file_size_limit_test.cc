@@ -39,7 +39,7 @@ TEST(ExplainFileSizeLimit, TorchSaveUnderAFileSizeLimitIsTheLimitNotAFullDisk) {
               HasSubstr("file size limit 8.0 MiB (ulimit -f 8192)"));
   EXPECT_THAT(diagnosis.verdict()->reasoning.back(),
               HasSubstr("no filesystem the log names is full now"));
-  const std::vector<std::string> fix = remedies_for(diagnosis, host.runtime);
+  const std::vector<std::string> fix = remedies_for(diagnosis, host);
   ASSERT_FALSE(fix.empty());
   EXPECT_THAT(fix.front(), HasSubstr("ulimit -f unlimited"));
 }
@@ -57,7 +57,7 @@ TEST(ExplainFileSizeLimit, SigxfszIsConfirmedByTheLimitAndItsFixIsListedOnce) {
   EXPECT_EQ(diagnosis.verdict()->cause, "file_size_limit");
   EXPECT_EQ(diagnosis.verdict()->confidence, Confidence::kHigh);
   EXPECT_THAT(diagnosis.verdict()->reasoning.back(), HasSubstr("confirmed on this host"));
-  const std::vector<std::string> fix = remedies_for(diagnosis, host.runtime);
+  const std::vector<std::string> fix = remedies_for(diagnosis, host);
   EXPECT_EQ(std::count_if(fix.begin(), fix.end(),
                           [](const std::string& line) {
                             return line.find("ulimit -f unlimited") != std::string::npos;

@@ -50,16 +50,33 @@ TEST(ApplyHost, ConfirmationRaisesConfidenceAndSaysSo) {
             "confirmed on this host: the kernel log has the OOM killer killing pid 7.");
 }
 
+HostConfirmation on(RuntimeKind kind) {
+  HostConfirmation host;
+  host.runtime.kind = kind;
+  return host;
+}
+
+/// A host where shm.capacity measured /dev/shm, the RAM and the cgroup limit.
+HostConfirmation measured(RuntimeKind kind, std::uint64_t recommended, std::uint64_t size,
+                          std::uint64_t ram, std::optional<std::uint64_t> limit = {}) {
+  HostConfirmation host = on(kind);
+  host.performed = true;
+  HostFact fact{"shm.capacity", "shm_too_small", HostVerdict::kConfirms, "", {}};
+  fact.evidence.push_back({"recommended_size_bytes", recommended, "bytes"});
+  fact.evidence.push_back({"size_bytes", size, "bytes"});
+  fact.evidence.push_back({"memory_total_bytes", ram, "bytes"});
+  if (limit) fact.evidence.push_back({"memory_limit_bytes", *limit, "bytes"});
+  host.facts.push_back(fact);
+  return host;
+}
+
 TEST(RemediesFor, ShmTooSmallSpeaksTheRuntimesDialect) {
   const Diagnosis diagnosis = bus_error();
-  Runtime docker;
-  docker.kind = RuntimeKind::kDocker;
-  const std::vector<std::string> lines = remedies_for(diagnosis, docker);
+  const std::vector<std::string> lines = remedies_for(diagnosis, on(RuntimeKind::kDocker));
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines.front().find("--shm-size="), std::string::npos) << lines.front();
-  Runtime kubernetes;
-  kubernetes.kind = RuntimeKind::kKubernetes;
-  EXPECT_NE(remedies_for(diagnosis, kubernetes).front().find("emptyDir"), std::string::npos);
+  EXPECT_NE(remedies_for(diagnosis, on(RuntimeKind::kKubernetes)).front().find("emptyDir"),
+            std::string::npos);
 }
 
 TEST(RemediesFor, ShmTooSmallSaysTheResizeOnceAndPointsAtStaleSegments) {
@@ -72,15 +89,18 @@ TEST(RemediesFor, ShmTooSmallSaysTheResizeOnceAndPointsAtStaleSegments) {
       "RuntimeError: unable to write to file </torch_26711_3635627799_2>: No space left on "
       "device (28)\n");
   ASSERT_EQ(testing::verdict_cause(diagnosis), "shm_too_small");
-  Runtime host;
-  host.kind = RuntimeKind::kHost;
-  const std::vector<std::string> lines = remedies_for(diagnosis, host);
+  const std::vector<std::string> lines = remedies_for(diagnosis, on(RuntimeKind::kHost));
   ASSERT_FALSE(lines.empty());
-  // Without the job's shape: the size `check` asks for without one (kShmSizeWithoutShape).
-  EXPECT_EQ(lines.front(), "sudo mount -o remount,size=1024m /dev/shm");
+  // Without the job's shape or a measured /dev/shm (--no-host): the size `check` asks for
+  // without one, and only if it is larger than the one there.
+  EXPECT_EQ(lines.front(),
+            "sudo mount -o remount,size=1024m /dev/shm (only if df -h /dev/shm shows less than "
+            "1.0 GiB)");
   // With the size the shm.capacity check recommended for the job's shape: that one.
-  EXPECT_EQ(remedies_for(diagnosis, host, 144ULL << 20).front(),
-            "sudo mount -o remount,size=144m /dev/shm");
+  EXPECT_EQ(
+      remedies_for(diagnosis, measured(RuntimeKind::kHost, 144ULL << 20, 64ULL << 20, 24ULL << 30))
+          .front(),
+      "sudo mount -o remount,size=144m /dev/shm");
   for (const std::string& line : lines) {
     EXPECT_FALSE(line.starts_with("give the job a larger")) << line;
   }
@@ -95,6 +115,38 @@ TEST(RemediesFor, ShmTooSmallSaysTheResizeOnceAndPointsAtStaleSegments) {
                       "or lower num_workers / prefetch_factor / batch size so fewer batches are "
                       "in flight in /dev/shm"),
             lines.end());
+}
+
+// issue 16: one remedy, bounded by what the host has.
+TEST(RemediesFor, ShmNeverAsksForLessThanIsThere) {
+  // A 23 GiB /dev/shm that is full: remounting it at 2 GiB would shrink it.
+  const std::vector<std::string> lines =
+      remedies_for(bus_error(), measured(RuntimeKind::kHost, 2ULL << 30, 23ULL << 30, 24ULL << 30));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().find("sudo mount"), std::string::npos) << lines.front();
+  EXPECT_NE(lines.front().find("already 23.0 GiB"), std::string::npos) << lines.front();
+  EXPECT_NE(lines.front().find("headroom clean --shm"), std::string::npos) << lines.front();
+  for (const std::string& line : lines) EXPECT_EQ(line.find("remount,size="), std::string::npos);
+}
+
+TEST(RemediesFor, ShmNeverAsksForMoreThanTheHostsMemory) {
+  const std::vector<std::string> lines = remedies_for(
+      bus_error(), measured(RuntimeKind::kDocker, 72ULL << 30, 64ULL << 20, 24ULL << 30));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.front().find("no /dev/shm size fixes this here"), std::string::npos) << lines.front();
+  EXPECT_NE(lines.front().find("24.0 GiB of RAM"), std::string::npos) << lines.front();
+  for (const std::string& line : lines) EXPECT_EQ(line.find("--shm-size"), std::string::npos);
+}
+
+TEST(RemediesFor, ASlurmJobAsksTheAdminsFirstAndForMemoryItsCgroupLacks) {
+  HostConfirmation host =
+      measured(RuntimeKind::kSlurm, 8ULL << 30, 2ULL << 30, 256ULL << 30, 4ULL << 30);
+  host.runtime.slurm = true;
+  const std::vector<std::string> lines = remedies_for(bus_error(), host);
+  ASSERT_GE(lines.size(), 2U);
+  EXPECT_TRUE(lines.front().starts_with("in a Slurm job /dev/shm is the node's")) << lines.front();
+  EXPECT_NE(lines.front().find("sudo mount -o remount,size=8g /dev/shm"), std::string::npos);
+  EXPECT_NE(lines[1].find("sbatch --mem=12g"), std::string::npos) << lines[1];
 }
 
 }  // namespace
