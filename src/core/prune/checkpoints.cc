@@ -97,20 +97,6 @@ std::vector<CheckpointHolder> collect_holders(const InUseIndex& index,
   return holders;
 }
 
-Result<InUseIndex> scan_device(const Context& context, const walk::FileStat& dir_stat,
-                               std::string* note) {
-  ScanOptions scan;
-  scan.include_sysv = false;
-  scan.devices.push_back(static_cast<std::uint64_t>(dir_stat.id.dev));
-  auto index = scan_in_use(context, scan);
-  if (index && note != nullptr && !index->complete()) {
-    *note = index->hidepid() ? "/proc is mounted with hidepid: other users' processes are invisible"
-                             : std::to_string(index->unreadable_pids().size()) +
-                                   " process(es) could not be read; they may hold checkpoints too";
-  }
-  return index;
-}
-
 walk::FileIdSet held_ids(const InUseIndex& index) {
   walk::FileIdSet ids;
   for (const Holder& holder : index.all()) {
@@ -223,6 +209,20 @@ bool wanted(const CheckpointScanOptions& options, std::string_view name, bool di
 
 }  // namespace
 
+Result<InUseIndex> scan_device(const Context& context, const walk::FileStat& dir_stat,
+                               std::string* note) {
+  ScanOptions scan;
+  scan.include_sysv = false;
+  scan.devices.push_back(static_cast<std::uint64_t>(dir_stat.id.dev));
+  auto index = scan_in_use(context, scan);
+  if (index && note != nullptr && !index->complete()) {
+    *note = index->hidepid() ? "/proc is mounted with hidepid: other users' processes are invisible"
+                             : std::to_string(index->unreadable_pids().size()) +
+                                   " process(es) could not be read; they may hold checkpoints too";
+  }
+  return index;
+}
+
 Result<CheckpointScan> scan_checkpoints(const Context& context,
                                         const CheckpointScanOptions& options) {
   CheckpointScan scan;
@@ -307,26 +307,17 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
   return scan;
 }
 
-Result<walk::Tally> measure_checkpoint(const std::filesystem::path& dir,
-                                       const Checkpoint& checkpoint) {
-  return measure(dir, checkpoint, nullptr, nullptr);
-}
-
-Result<std::vector<CheckpointHolder>> current_holders(const Context& context,
-                                                      const std::filesystem::path& dir,
-                                                      const Checkpoint& checkpoint,
-                                                      std::string* incomplete_note) {
-  walk::FileStat dir_stat;
-  if (const int error = walk::stat_at(AT_FDCWD, dir.c_str(), dir_stat); error != 0) {
-    return fail(Error::from_errno(error, dir.string()));
-  }
-  auto index = scan_device(context, dir_stat, incomplete_note);
-  if (!index) return fail(index.error());
-  const walk::FileIdSet watch = held_ids(*index);
+Result<CheckpointNow> remeasure(const std::filesystem::path& dir, const Checkpoint& checkpoint,
+                                const InUseIndex* index) {
+  CheckpointNow now;
+  walk::FileIdSet watch;
   std::vector<walk::FileId> watched;
-  auto tally = measure(dir, checkpoint, &watch, &watched);
+  if (index != nullptr) watch = held_ids(*index);
+  auto tally = measure(dir, checkpoint, index != nullptr ? &watch : nullptr, &watched);
   if (!tally) return fail(tally.error());
-  return collect_holders(*index, dir, checkpoint, std::move(watched));
+  now.tally = *tally;
+  if (index != nullptr) now.holders = collect_holders(*index, dir, checkpoint, std::move(watched));
+  return now;
 }
 
 }  // namespace headroom

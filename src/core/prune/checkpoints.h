@@ -14,6 +14,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/inuse/inuse_index.h"
 #include "core/prune/checkpoint_name.h"
 #include "core/prune/contents.h"
 #include "core/walk/walker.h"
@@ -95,14 +96,22 @@ struct CheckpointScan {
 [[nodiscard]] Result<CheckpointScan> scan_checkpoints(const Context& context,
                                                       const CheckpointScanOptions& options);
 
-/// Size and newest mtime of a checkpoint now (its subtree for a directory).
-[[nodiscard]] Result<walk::Tally> measure_checkpoint(const std::filesystem::path& dir,
-                                                     const Checkpoint& checkpoint);
+/// One scan of /proc for the processes holding files on `dir_stat`'s filesystem (no SysV
+/// segments). `incomplete_note`, when given, says why it may miss holders.
+[[nodiscard]] Result<InUseIndex> scan_device(const Context& context, const walk::FileStat& dir_stat,
+                                             std::string* incomplete_note = nullptr);
 
-/// Holders of `checkpoint` (the entry, anything under it, by id or by path) in a fresh scan of
-/// /proc.
-[[nodiscard]] Result<std::vector<CheckpointHolder>> current_holders(
-    const Context& context, const std::filesystem::path& dir, const Checkpoint& checkpoint,
-    std::string* incomplete_note = nullptr);
+/// A checkpoint as it is now: its size and newest mtime (its subtree for a directory) and,
+/// when measured against a scan, who holds it.
+struct CheckpointNow {
+  walk::Tally tally;
+  std::vector<CheckpointHolder> holders;
+};
+
+/// Measures `checkpoint` again in one walk; with `index` (scan_device of its filesystem)
+/// also its holders: the entry, anything under it, by id or by path.
+[[nodiscard]] Result<CheckpointNow> remeasure(const std::filesystem::path& dir,
+                                              const Checkpoint& checkpoint,
+                                              const InUseIndex* index);
 
 }  // namespace headroom

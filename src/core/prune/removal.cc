@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/inuse/use_proof.h"
 #include "core/reclaim/tree_use.h"
@@ -55,26 +56,26 @@ std::string recheck(const Context& context, const CheckpointScan& scan,
   if (now.id != checkpoint.stat.id || now.kind != checkpoint.stat.kind) {
     return "replaced since the plan (different device/inode or type)";
   }
-  auto tally = measure_checkpoint(scan.dir, checkpoint);
-  if (!tally) return "cannot measure it any more: " + tally.error().message;
-  if (tally->apparent_bytes != checkpoint.tally.apparent_bytes ||
-      tally->newest_mtime_ns != checkpoint.tally.newest_mtime_ns) {
+  // One scan of /proc and one walk give the size, the holders and the proof below.
+  std::optional<InUseIndex> index;
+  if (holders == HolderRecheck::kScan) {
+    auto scanned = scan_device(context, scan.dir_stat);
+    if (!scanned) return "cannot re-check who holds it: " + scanned.error().message;
+    index = std::move(*scanned);
+  }
+  auto current = remeasure(scan.dir, checkpoint, index ? &*index : nullptr);
+  if (!current) return "cannot measure it any more: " + current.error().message;
+  if (current->tally.apparent_bytes != checkpoint.tally.apparent_bytes ||
+      current->tally.newest_mtime_ns != checkpoint.tally.newest_mtime_ns) {
     return "changed since the plan (size or mtime): maybe still being written";
   }
-  if (holders == HolderRecheck::kSkip) return "";
-  auto current = current_holders(context, scan.dir, checkpoint);
-  if (!current) return "cannot re-check who holds it: " + current.error().message;
-  if (!current->empty()) {
-    const CheckpointHolder& first = current->front();
+  if (!index) return "";
+  if (!current->holders.empty()) {
+    const CheckpointHolder& first = current->holders.front();
     return fmt::format("now in use by {}[{}] ({})", first.command, first.pid, first.how);
   }
   // What the scan cannot see (another user's evaluation job reading it, a process outside
   // this pid namespace): the same proof as `clean` (docs/safety.md), file by file.
-  ScanOptions options;
-  options.devices = {static_cast<std::uint64_t>(scan.dir_stat.id.dev)};
-  options.include_sysv = false;
-  auto index = scan_in_use(context, options);
-  if (!index) return "cannot re-check who holds it: " + index.error().message;
   const Visibility visibility = visibility_of(context, *index, vouched);
   if (auto use = first_use(dir_fd, checkpoint.name, now, *index, visibility,
                            context.syscalls->effective_uid())) {
