@@ -39,8 +39,9 @@ std::vector<std::string> missing_files(const Checkpoint& member,
     for (const ContentFile& file : sibling->contents) ++count[file.path];
   }
   std::vector<std::string> missing;
-  for (const auto& [path, times] : count) {
-    if (2 * times <= siblings.size()) continue;  // not what most of them have
+  for (const auto& entry : count) {  // (clang 14 cannot capture a structured binding)
+    const std::string& path = entry.first;
+    if (2 * entry.second <= siblings.size()) continue;  // not what most of them have
     const bool has = std::any_of(member.contents.begin(), member.contents.end(),
                                  [&](const ContentFile& file) { return file.path == path; });
     if (!has) missing.push_back(path);
