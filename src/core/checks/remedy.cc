@@ -67,7 +67,11 @@ std::vector<std::string> resize_lines(const Runtime& runtime, std::uint64_t byte
       break;
   }
   const std::string remount =
-      fmt::format("sudo mount -o remount,size={} /dev/shm{}", size, unless_larger);
+      facts.tmpfs ? fmt::format("sudo mount -o remount,size={} /dev/shm{}", size, unless_larger)
+                  : fmt::format(
+                        "sudo mkdir -p /dev/shm && sudo mount -t tmpfs -o size={},mode=1777 "
+                        "tmpfs /dev/shm",
+                        size);
   if (in_slurm(runtime)) {
     // A job cannot remount the node's /dev/shm: what the user can do comes first.
     lines.push_back(fmt::format(
@@ -102,7 +106,7 @@ std::vector<std::string> shm_remedies(const Runtime& runtime, std::uint64_t byte
                                       const ShmFacts& facts,
                                       const std::vector<std::string>& lower) {
   std::vector<std::string> lines;
-  if (facts.size_bytes && *facts.size_bytes >= bytes) {
+  if (facts.tmpfs && facts.size_bytes && *facts.size_bytes >= bytes) {
     // Resizing would not grow it: what fills it has to go, or the job has to need less.
     lines.push_back(fmt::format(
         "/dev/shm is already {}, more than the {} a resize would ask for: free what fills it "

@@ -23,6 +23,8 @@ struct ShmFacts {
   std::optional<std::uint64_t> memory_bytes;  ///< the host's RAM (MemTotal)
   /// The job's memory cgroup limit: tmpfs pages are charged to it.
   std::optional<std::uint64_t> memory_limit_bytes;
+  /// False when /dev/shm is missing or not a tmpfs: a tmpfs must be mounted, not resized.
+  bool tmpfs = true;
 };
 
 /// The measured facts of /dev/shm, the host's RAM and this process's memory cgroup.

@@ -90,7 +90,8 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
         "cannot create semaphores or shared tensors";
     finding.add("shm_present", false);
     ShmFacts facts = read_shm_facts(context);
-    facts.size_bytes = 0;  // there is none: any size is larger
+    facts.size_bytes = 0;  // there is none: one must be mounted
+    facts.tmpfs = false;
     finding.remedy = shm_remedies(input.runtime, 1 * kGiB, facts);
     return {finding};
   }
@@ -110,6 +111,7 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
   // What bounds the size a remedy may ask for (explain and run read them back from here).
   ShmFacts facts = read_shm_facts(context);
   facts.size_bytes = stats->total_bytes;
+  facts.tmpfs = fstype == "tmpfs" || fstype == "unknown";
   if (facts.memory_bytes) finding.add("memory_total_bytes", *facts.memory_bytes, "bytes");
   if (facts.memory_limit_bytes)
     finding.add("memory_limit_bytes", *facts.memory_limit_bytes, "bytes");
@@ -151,7 +153,7 @@ std::vector<Finding> check_shm_capacity(const CheckInput& input) {
     return {finding};
   }
 
-  const bool tmpfs = fstype == "tmpfs" || fstype == "unknown";
+  const bool tmpfs = facts.tmpfs;
   if (need > 0 && need > stats->avail_bytes) {
     finding.severity = Severity::kCritical;
     finding.summary = fmt::format(
