@@ -48,16 +48,14 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
     if (!fed) return usage_error(fed.error().message);
   }
   Diagnosis diagnosis = analyzer.finish();
-  HostConfirmation host;
-  if (!flags.no_host && diagnosis.verdict() != nullptr) {
-    host = confirm_on_host(make_context(globals), diagnosis);
-    apply_host(diagnosis, host);
-  }
-  const std::vector<std::string> remedy = remedies_for(diagnosis, host);
+  const Context context = make_context(globals);
+  const bool confirm = !flags.no_host && diagnosis.verdict() != nullptr;
+  const Conclusion conclusion = conclude(confirm ? &context : nullptr, diagnosis);
   if (globals.json) {
-    std::cout << explain_to_json(diagnosis, host, remedy).dump(2) << "\n";
+    std::cout << explain_to_json(diagnosis, conclusion.host, conclusion.remedy).dump(2) << "\n";
   } else {
-    std::cout << render_explain_text(diagnosis, host, remedy, stdout_style(globals));
+    std::cout << render_explain_text(diagnosis, conclusion.host, conclusion.remedy,
+                                     stdout_style(globals));
   }
   return diagnosis.verdict() != nullptr ? kExitOk : kExitFindings;
 }

@@ -244,9 +244,7 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
     // named paths) and rebuild with the confirmed diagnosis and its remedies.
     // With the job's shape (--workers, --batch-bytes, ...): the checks judge this job, and
     // the post-mortem asks for the /dev/shm size the preflight asked for.
-    const HostConfirmation host = confirm_on_host(context, diagnosis, options);
-    apply_host(diagnosis, host);
-    input.remedy = remedies_for(diagnosis, host);
+    input.remedy = conclude(&context, diagnosis, options).remedy;
     postmortem = build_postmortem(input);
   }
   if (postmortem.stopped) {

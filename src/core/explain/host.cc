@@ -408,4 +408,14 @@ std::vector<std::string> remedies_for(const Diagnosis& diagnosis, const HostConf
   return lines;
 }
 
+Conclusion conclude(const Context* context, Diagnosis& diagnosis, const CheckOptions& job) {
+  Conclusion conclusion;
+  if (context != nullptr) {
+    conclusion.host = confirm_on_host(*context, diagnosis, job);
+    apply_host(diagnosis, conclusion.host);
+  }
+  conclusion.remedy = remedies_for(diagnosis, conclusion.host);
+  return conclusion;
+}
+
 }  // namespace headroom

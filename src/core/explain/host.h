@@ -55,4 +55,17 @@ void apply_host(Diagnosis& diagnosis, const HostConfirmation& host);
 [[nodiscard]] std::vector<std::string> remedies_for(const Diagnosis& diagnosis,
                                                     const HostConfirmation& host);
 
+/// What the explain pipeline concludes once the log is read.
+struct Conclusion {
+  HostConfirmation host;            ///< not performed without a context
+  std::vector<std::string> remedy;  ///< remedies_for the (re-ranked) verdict
+};
+
+/// The one explain pipeline after the log is read, for explain and run's post-mortem:
+/// confirm the candidates on this host (none without `context`: explain --no-host),
+/// re-rank with what was measured (apply_host), and the remedies for the verdict. `job`:
+/// what is known of the job's shape (run's --workers, ...).
+[[nodiscard]] Conclusion conclude(const Context* context, Diagnosis& diagnosis,
+                                  const CheckOptions& job = {});
+
 }  // namespace headroom
