@@ -3,10 +3,10 @@
 #include "daemon/config.h"
 
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include <algorithm>
 
+#include "core/toml.h"
 #include "core/toml_text.h"
 #include "core/units.h"
 

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 #include <re2/re2.h>
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <sstream>
 
 #include "core/signatures/literal.h"
+#include "core/toml.h"
 #include "core/toml_text.h"
 
 namespace headroom {

@@ -63,6 +63,14 @@ TEST(ParseCatalog, ErrorsNameTheFileAndTheSignature) {
       // toml++ 3.3 abort on an assertion (debug) or assume the impossible (clang release).
       {std::string("[[signature]]\nid = 'a'\n\n[\x01\0\0\0\x19[signature]]\n", 43),
        "test.toml:4:2: control character 0x01"},
+      // Found by fuzzing too: the class is any character toml++ does not expect after a
+      // table header's '[' (a newline, '=', '#', '.', '{'): its assertion or assumption is no
+      // longer compiled in (core/toml.h), its own error branch answers.
+      {"# a catalog\n[\n[[signature]]\nid = 'a'\n", "test.toml:2:"},
+      {"[=]\n", "test.toml:1:"},
+      {"[[#x]]\n", "test.toml:1:"},
+      {"[ .a]\n", "test.toml:1:"},
+      {"[{}]\n", "test.toml:1:"},
   };
   for (const auto& c : cases) {
     auto catalog = parse_catalog(c.toml, "test.toml");
