@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import HEADROOM, REPO, in_namespace
+from conftest import HEADROOM, PYTHON, REPO, in_namespace
 from watch_helpers import free_port
 
 DEPLOY = REPO / "deploy"
@@ -183,16 +183,24 @@ def watch_with_and_without(capabilities: list[str], argv: list[str], scratch: Pa
     return held
 
 
+SYSCALL_FILTER = [PYTHON, str(REPO / "tests/integration/helpers/unit_syscall_filter.py"),
+                  str(SYSTEMD_UNIT), "--"]
+
+
 def test_systemd_units_capabilities_are_enough_to_see_who_holds_a_shm_segment(scratch: Path):
-    # The unit's CapabilityBoundingSet= under ProtectSystem=strict (/ read-only, the
+    # The unit's CapabilityBoundingSet=, its SystemCallFilter= (seccomp, the sets as this
+    # host's systemd-analyze expands them) and ProtectSystem=strict (/ read-only, the
     # ReadWritePaths= writable): ExecStart with the shipped config still proves another
     # user's segment held, and serves /metrics.
     unit = SYSTEMD_UNIT.read_text()
+    denied = subprocess.run([*SYSCALL_FILTER, "sh", "-c", "renice -n 5 $$"], capture_output=True,
+                            text=True, timeout=60)
+    assert denied.returncode != 0 and "Operation not permitted" in denied.stderr  # filter loaded
     argv = shlex.split(unit_values(unit, "ExecStart")[0])
-    argv = [HEADROOM] + argv[1:]
+    argv = SYSCALL_FILTER + [HEADROOM] + argv[1:]
     argv[argv.index("--config") + 1] = str(DEPLOY / "systemd" / "watch.toml")
     port = free_port()
-    watch_with_and_without(unit_values(unit, "CapabilityBoundingSet")[0].split(), argv, scratch,
+    held = watch_with_and_without(unit_values(unit, "CapabilityBoundingSet")[0].split(), argv, scratch,
                            setup='''
         for dir in /var/log /var/lib; do mount -t tmpfs tmpfs $dir && mkdir $dir/headroom; done
         mount --bind "$OUT" "$OUT"   # the test's own output stays writable, as ReadWritePaths=
@@ -209,6 +217,7 @@ def test_systemd_units_capabilities_are_enough_to_see_who_holds_a_shm_segment(sc
         kill $watcher
     ''')
     assert "headroom_filesystem_avail_bytes" in (scratch / "metrics").read_text()
+    assert "not permitted" not in json.dumps(held["probes"]), held["probes"]
 
 
 def daemonset_pod() -> dict:
