@@ -34,8 +34,12 @@ int run_parsed(int argc, char** argv, std::span<const Command> commands) {
   app.add_flag("--json", globals.json, "print one JSON document (schema: docs/json.md)");
   app.add_flag("--no-color", globals.no_color, "no colour even on a terminal (also: NO_COLOR=1)");
   app.add_flag("-v,--verbose", globals.verbose, "more detail");
-  app.add_option("--root", globals.root, "read /proc, /sys and /dev under this prefix (testing)")
-      ->group("");  // hidden
+  app.add_option("--host-root", globals.root,
+                 "the host's / is mounted at DIR (a node agent's /host): read its /proc, /sys, "
+                 "/dev/shm and paths there")
+      ->option_text("DIR");
+  // The name tests and early deployments used; same meaning, not listed.
+  app.add_option("--root", globals.root)->group("");
 
   std::vector<std::function<int()>> actions;
   std::vector<CLI::App*> subcommands;
@@ -65,6 +69,9 @@ int run_parsed(int argc, char** argv, std::span<const Command> commands) {
     }
     std::cerr << "Run 'headroom --help' or 'headroom <command> --help' for usage.\n";
     return kExitUsage;
+  }
+  if (auto checked = check_host_root(globals.root); !checked) {
+    return usage_error(checked.error().message);
   }
   for (std::size_t i = 0; i < subcommands.size(); ++i) {
     if (subcommands[i]->parsed()) return actions[i]();

@@ -46,6 +46,13 @@ TextStyle stdout_style(const Globals& globals) {
 
 bool stderr_color(const Globals& globals) { return color_allowed(globals, STDERR_FILENO); }
 
+Result<void> check_host_root(const std::string& root) {
+  std::error_code error;
+  if (std::filesystem::is_directory(root, error)) return {};
+  return fail(Error::invalid(
+      fmt::format("--host-root {}: {}", root, error ? error.message() : "not a directory")));
+}
+
 int usage_error(const std::string& message) {
   fmt::print(stderr, "headroom: {}\n", message);
   return kExitUsage;

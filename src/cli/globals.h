@@ -23,7 +23,7 @@ struct Globals {
   bool json = false;
   bool no_color = false;
   bool verbose = false;
-  std::string root = "/";  ///< hidden --root: read /proc, /sys, /dev from a fixture tree
+  std::string root = "/";  ///< --host-root (hidden alias --root): the host's / mounted here
   int argc = 0;            ///< the program's own argv (watch re-reads it, see watch_args.h)
   char** argv = nullptr;
 };
@@ -34,6 +34,8 @@ struct Globals {
 [[nodiscard]] TextStyle stdout_style(const Globals& globals);
 /// The same decision for stderr.
 [[nodiscard]] bool stderr_color(const Globals& globals);
+/// --host-root must name a directory (a typo would read nothing and say little).
+[[nodiscard]] Result<void> check_host_root(const std::string& root);
 /// Prints "headroom: <message>" to stderr and returns kExitUsage.
 int usage_error(const std::string& message);
 

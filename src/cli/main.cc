@@ -31,13 +31,13 @@ int route_watch(int argc, char** argv) {
 }
 
 /// Whether argv names the watch command: its first word that is not a global
-/// flag (--root is the one global flag with a separate value). watch parses
+/// flag (--host-root and its alias --root are the global flags with a separate value). watch parses
 /// its own flags, globals included (watch_args.h), so CLI11 never sees them.
 bool names_watch(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view word = argv[i];
     if (word == "--") return false;
-    if (word == "--root") {
+    if (word == "--host-root" || word == "--root") {
       ++i;
       continue;
     }

@@ -1,7 +1,8 @@
 // headroom run: preflight, supervise the job, live warnings, and a post-mortem
 // when it ends badly. Exit code: the job's (128+N for a signal); 125 when
 // --strict refused to start it; 126/127 when the command could not be executed;
-// 2 for usage errors. Documented in docs/run.md.
+// 2 for usage errors. With --json, headroom's own lines give way to one JSON
+// document, the last line of its stderr. Documented in docs/run.md.
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "core/postmortem/postmortem.h"
 #include "core/postmortem/render.h"
 #include "core/probes/kmsg.h"
+#include "core/report/json.h"
 #include "core/safe_output.h"
 #include "core/signatures/analyzer.h"
 #include "core/supervise/signal_names.h"
@@ -38,10 +40,28 @@ constexpr double kMemoryEtaBelowPercent = 20.0;
 // before the rest is given up (docs/run.md, "Output").
 constexpr std::chrono::seconds kOutputStall{5};
 
-// A --log or --report path refused before the job started.
-int refuse(const std::string& message) {
-  std::cerr << "headroom: " << message << "\n";
-  return kExitRefused;
+// The preflight's findings as run's JSON document carries them (check --json's objects).
+nlohmann::ordered_json findings_json(const Report& report) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Finding& finding : report.findings) out.push_back(to_json(finding));
+  return out;
+}
+
+// The job was not started (exit 125, 126 or 127): the reason on stderr, as a line
+// or, with --json, as the run's document ({"started": false, ...}).
+int not_started(const Globals& globals, int code, const std::string& message,
+                const Report* preflight = nullptr) {
+  if (!globals.json) {
+    std::cerr << "headroom: " << message << "\n";
+    return code;
+  }
+  nlohmann::ordered_json out;
+  out["started"] = false;
+  out["exit_code"] = code;
+  out["error"] = message;
+  out["preflight"] = preflight != nullptr ? findings_json(*preflight) : nullptr;
+  std::cerr << out.dump() << "\n";
+  return code;
 }
 
 struct RunCommand {
@@ -50,6 +70,7 @@ struct RunCommand {
   std::string log_size = "64MiB";
   unsigned log_keep = 3;
   bool strict = false;
+  bool no_preflight = false;
   std::string on_critical;
   std::string report;
   std::string interval = "1s";
@@ -57,7 +78,8 @@ struct RunCommand {
   std::vector<std::string> command;
 };
 
-// The preflight's problems on stderr; true when one is critical.
+// The preflight's problems on stderr (not with --json: they go in its document);
+// true when one is critical.
 bool preflight(const Context& context, const CheckOptions& options, const Globals& globals,
                Report& report) {
   report = run_checks(context, options);
@@ -66,7 +88,7 @@ bool preflight(const Context& context, const CheckOptions& options, const Global
   for (const Finding& finding : report.findings) {
     if (finding.severity != Severity::kWarn && finding.severity != Severity::kCritical) continue;
     critical = critical || finding.severity == Severity::kCritical;
-    std::cerr << "headroom: preflight: " << render_finding(finding, style);
+    if (!globals.json) std::cerr << "headroom: preflight: " << render_finding(finding, style);
   }
   return critical;
 }
@@ -218,10 +240,31 @@ void write_report(const ReportTarget& target, const std::string& text, SinkWrite
   }
 }
 
+// run --json: the --report document for every run (a successful one too), with the
+// preflight's findings and the live warnings, on one line of its own.
+std::string json_document(const Postmortem& postmortem, const SupervisionResult& run,
+                          const RunCommand& command, const Report* preflight) {
+  nlohmann::ordered_json out;
+  out["started"] = true;
+  const nlohmann::ordered_json report = postmortem_to_json(postmortem, run, command.command);
+  for (auto field = report.begin(); field != report.end(); ++field) out[field.key()] = *field;
+  out["preflight"] = preflight != nullptr ? findings_json(*preflight) : nullptr;
+  out["alerts"] = nlohmann::ordered_json::array();
+  for (const AlertEvent& event : run.alerts) {
+    if (event.kind == AlertKind::kResolved) continue;
+    out["alerts"].push_back({{"rule", event.rule},
+                             {"subject", event.subject},
+                             {"severity", to_string(event.severity)},
+                             {"summary", event.summary}});
+  }
+  return (run.stderr_line_open ? "\n" : "") + out.dump() + "\n";
+}
+
 int finish(const Context& context, const RunCommand& command, const Globals& globals,
            const CheckOptions& options, const SupervisionResult& run, const Catalog& catalog,
-           const JobStart& started, const std::optional<ReportTarget>& report, SinkWriter& err) {
-  err.write(output_notices(run, command));
+           const JobStart& started, const std::optional<ReportTarget>& report,
+           const Report* preflight_report, SinkWriter& err) {
+  if (!globals.json) err.write(output_notices(run, command));
   PostmortemInput input = gather(context, run, options, started);
   input.output = output_for_explain(run);
   // Whether the job ended badly does not depend on its output: decide that
@@ -247,7 +290,9 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
     input.remedy = conclude(&context, diagnosis, options).remedy;
     postmortem = build_postmortem(input);
   }
-  if (postmortem.stopped) {
+  if (globals.json) {
+    err.write(json_document(postmortem, run, command, preflight_report));
+  } else if (postmortem.stopped) {
     err.write(fmt::format("headroom: {}; exit {}\n", postmortem.summary, run.exit_code));
   } else if (postmortem.needed) {
     err.write(render_postmortem(postmortem, TextStyle{stderr_color(globals), globals.verbose}));
@@ -275,6 +320,8 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
   app.add_option("--log-keep", command->log_keep, "log files kept: FILE, FILE.1, ... (default 3)");
   app.add_flag("--strict", command->strict,
                "refuse to start on a critical preflight finding (exit 125)");
+  app.add_flag("--no-preflight", command->no_preflight,
+               "start the job without the preflight checks (and their warnings)");
   app.add_option(
       "--on-critical", command->on_critical,
       "send this signal (e.g. SIGUSR1) to the job once when a --dir is about to fill up");
@@ -288,6 +335,11 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     Context context = make_context(globals);
     auto options = to_check_options(command->flags, context.working_directory);
     if (!options) return usage_error(options.error().message);
+    if (command->strict && command->no_preflight)
+      return usage_error("--strict needs the preflight: drop --no-preflight or --strict");
+    // The preflight's kernel.oom reports this job's history: kills of its user in
+    // its memory cgroup, not other tenants' (docs/run.md).
+    options->oom_job_uid = static_cast<std::int64_t>(::getuid());
     SupervisorOptions supervisor;
     auto interval = parse_duration(command->interval);
     auto stall = parse_duration(command->stall_after);
@@ -308,25 +360,30 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     // refused by the rules of core/safe_output.h stops here, exit 125.
     if (!command->log.empty()) {
       auto log = RotatingLog::open({command->log, *log_size, command->log_keep});
-      if (!log) return refuse("--log: " + log.error().message);
+      if (!log) return not_started(globals, kExitRefused, "--log: " + log.error().message);
       supervisor.log = std::move(*log);
     }
     std::optional<ReportTarget> report_target;
     if (!command->report.empty()) {
       const std::filesystem::path path = command->report;
       auto dir = open_output_dir(path.parent_path());
-      if (!dir) return refuse("--report: " + dir.error().message);
+      if (!dir) return not_started(globals, kExitRefused, "--report: " + dir.error().message);
       if (auto checked = check_output_at(dir->get(), path.filename().string(), path); !checked)
-        return refuse("--report: " + checked.error().message);
+        return not_started(globals, kExitRefused, "--report: " + checked.error().message);
       report_target = ReportTarget{path, std::move(*dir)};
     }
 
     Report report;
-    if (preflight(context, *options, globals, report) && command->strict) {
-      std::cerr
-          << "headroom: --strict: not starting the job because of the critical finding(s) above\n";
-      return kExitRefused;
+    if (!command->no_preflight && preflight(context, *options, globals, report) &&
+        command->strict) {
+      return not_started(
+          globals, kExitRefused,
+          globals.json
+              ? "--strict: not starting the job because of the critical preflight finding(s)"
+              : "--strict: not starting the job because of the critical finding(s) above",
+          &report);
     }
+    const Report* preflight_report = command->no_preflight ? nullptr : &report;
 
     supervisor.spawn.argv = command->command;
     supervisor.spawn.stdout_terminal = ::isatty(STDOUT_FILENO) == 1;
@@ -358,25 +415,27 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
     supervisor.stderr_sink = writers.err;
     supervisor.output_stall = kOutputStall;
     SupervisorHooks hooks;
-    hooks.on_alert = [err = writers.err](const AlertEvent& event) {
-      if (event.kind == AlertKind::kResolved) return;
+    // With --json they are in the document at the end (alerts, stalled) instead.
+    hooks.on_alert = [err = writers.err, &globals](const AlertEvent& event) {
+      if (event.kind == AlertKind::kResolved || globals.json) return;
       err->write(fmt::format("headroom: {}: {}\n", to_string(event.severity), event.summary));
     };
-    hooks.on_notice = [err = writers.err](const std::string& notice) {
-      err->write("headroom: " + notice + "\n");
+    hooks.on_notice = [err = writers.err, &globals](const std::string& notice) {
+      if (!globals.json) err->write("headroom: " + notice + "\n");
     };
 
     const JobStart started = mark_start(context);
     auto run = supervise(context, supervisor, hooks);
     if (!run) {
-      std::cerr << "headroom: cannot run " << command->command.front() << ": "
-                << run.error().message << "\n";
-      if (run.error().code == Error::Code::kNotFound) return 127;
-      if (run.error().code == Error::Code::kPermissionDenied) return 126;
-      return static_cast<int>(kExitUsage);
+      const int code = run.error().code == Error::Code::kNotFound           ? 127
+                       : run.error().code == Error::Code::kPermissionDenied ? 126
+                                                                            : kExitUsage;
+      return not_started(globals, code,
+                         "cannot run " + command->command.front() + ": " + run.error().message,
+                         preflight_report);
     }
     return finish(context, *command, globals, *options, *run, *catalog, started, report_target,
-                  *writers.err);
+                  preflight_report, *writers.err);
   };
 }
 

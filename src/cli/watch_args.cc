@@ -80,7 +80,9 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
      "one JSON line per sample, pretty with --once (schema: docs/json.md)"},
     {kNoColor, "no-color", Takes::kNothing, "", "no colour even on a terminal (also: NO_COLOR=1)"},
     {kVerbose, "verbose", Takes::kNothing, "", "more detail (also -v)"},
-    {kRoot, "root", Takes::kValue, "DIR", ""},
+    {kHostRoot, "host-root", Takes::kValue, "DIR",
+     "the host's / is mounted at DIR (a node agent's /host)"},
+    {kRoot, "root", Takes::kValue, "DIR", ""},  // --host-root's former, unlisted name
     {kHelp, "help", Takes::kNothing, "", "print this help and exit (also -h)"},
     {kVersion, "version", Takes::kNothing, "", "print the version and exit"},
 });
@@ -181,7 +183,11 @@ Result<WatchArgs> parse_watch_args(int argc, char** argv) {
   args.globals.json = args.has(kJson);
   args.globals.no_color = args.has(kNoColor);
   args.globals.verbose = args.has(kVerbose);
+  // --root is --host-root's former name; --host-root wins when both are given.
   if (const std::string* root = args.last(kRoot)) args.globals.root = *root;
+  if (const std::string* root = args.last(kHostRoot)) args.globals.root = *root;
+  if (auto checked = check_host_root(args.globals.root); !checked)
+    return usage(checked.error().message);
   return args;
 }
 

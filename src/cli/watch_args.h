@@ -55,6 +55,7 @@ enum class WatchOpt : int {
   kNoColor,
   kVerbose,
   kRoot,
+  kHostRoot,
   kHelp,
   kVersion,
 };

@@ -253,6 +253,34 @@ def test_a_short_job_killed_from_outside_is_terminated_with_its_numbers(headroom
     assert "host_oom" not in result.stderr
 
 
+def test_a_half_second_job_killed_by_kill_9_from_outside_is_terminated(headroom, tmp_path):
+    # As a user's `kill -9 PID` (or a scheduler's) reaches it: from another process, half a
+    # second into the job, no OOM anywhere. The kernel's own peak of the killed process
+    # (wait4) is in the report, so the 64 MiB it held is measured, not 0 B.
+    time.sleep(2)  # clear of an earlier test's OOM kills
+    ready = tmp_path / "pid"
+    job = ("import os, sys, time\n"
+           "x = b'x' * (64 * 2**20)\n"
+           "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+           "time.sleep(30)\n")
+    run = subprocess.Popen([headroom, "run", "--report", str(tmp_path / "r.json"), "--", PYTHON,
+                            "-c", job, str(ready)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (ready.exists() and ready.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)
+    os.kill(int(ready.read_text()), signal.SIGKILL)  # the job this test started
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 137, err
+    doc = report(tmp_path / "r.json")
+    assert doc["verdict"]["cause"] == "terminated", err
+    assert doc["process"]["role"] == "main" and doc["signal"] == "SIGKILL"
+    assert 64 * 2**20 <= evidence(doc, "process_rss_peak_bytes") < 400 * 2**20
+    assert evidence(doc, "job_rss_peak_bytes") > 0
+    assert "host_oom" not in err
+
+
 def test_torch_save_into_a_full_tmpfs_is_disk_full(headroom, tmp_path, scratch):
     job = write(tmp_path, "save.py", SAVE_JOB)
     ckpt = scratch / "ckpt"

@@ -35,6 +35,10 @@ struct CheckOptions {
   std::optional<std::uint64_t> base_fds;
   /// Only these findings (ids as printed, or prefixes such as "shm"); empty: all.
   std::vector<std::string> only;
+  /// kernel.oom for one job (run's preflight): only kills of this uid's processes in the
+  /// examined process's memory cgroup or below it, or under a limit that bounds it too.
+  /// nullopt (check): every kill on the host.
+  std::optional<std::int64_t> oom_job_uid;
 };
 
 /// What every check receives.

@@ -2,6 +2,8 @@
 // a memory cgroup, with the killed command and pid. Past kills are a warning,
 // never critical: they say the job's memory budget was wrong before, not that
 // it is wrong now. Source: probes/kmsg.h (/dev/kmsg, mm/oom_kill.c messages).
+// Under `run` (options.oom_job_uid) only the job's own history counts: another
+// tenant's kill in another cgroup hours ago is not news for this job (issue 16).
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include <ctime>
 
 #include "core/checks/check.h"
+#include "core/probes/cgroup.h"
 #include "core/probes/kmsg.h"
 #include "core/units.h"
 
@@ -48,6 +51,39 @@ std::string describe(const OomEvent& event, std::chrono::system_clock::time_poin
   return text;
 }
 
+// `path` is `base` or below it ("/" holds everything).
+bool within(std::string_view path, std::string_view base) {
+  if (base == "/" || path == base) return true;
+  return path.size() > base.size() && path.starts_with(base) && path[base.size()] == '/';
+}
+
+/// Whose kills a job's preflight reports: its user's, in the memory cgroup it
+/// starts in (or below), or under a limit that bounds that cgroup too (a
+/// container's, a Slurm job's). Without a memory cgroup, the user's anywhere.
+struct JobScope {
+  std::int64_t uid = 0;
+  std::optional<std::string> cgroup;
+
+  [[nodiscard]] bool covers(const OomEvent& event) const {
+    if (event.uid && *event.uid != uid) return false;
+    if (!cgroup) return true;
+    return within(event.task_cgroup, *cgroup) ||
+           (!event.oom_cgroup.empty() && within(*cgroup, event.oom_cgroup));
+  }
+  [[nodiscard]] std::string describe() const {
+    return cgroup ? fmt::format("uid {} in memory cgroup {}", uid, *cgroup)
+                  : fmt::format("uid {} (no memory cgroup)", uid);
+  }
+};
+
+std::optional<JobScope> job_scope(const CheckInput& input) {
+  if (!input.options.oom_job_uid) return std::nullopt;
+  JobScope scope{*input.options.oom_job_uid, std::nullopt};
+  if (auto location = find_cgroup(input.context, input.context.pid, "memory"))
+    scope.cgroup = location->path;
+  return scope;
+}
+
 }  // namespace
 
 std::vector<Finding> check_kernel_oom(const CheckInput& input) {
@@ -62,14 +98,25 @@ std::vector<Finding> check_kernel_oom(const CheckInput& input) {
   const auto now = context.syscalls->now();
   const std::vector<OomEvent> all = parse_oom_events(log->records, log->boot_time);
 
+  const std::optional<JobScope> scope = job_scope(input);
   std::vector<const OomEvent*> recent;
+  std::uint64_t elsewhere = 0;  // recent kills outside the job's scope
   for (const OomEvent& event : all) {
     // Without a boot time every kill in the buffer counts: it is since boot.
-    if (!event.time || now - *event.time <= kWindow) recent.push_back(&event);
+    if (event.time && now - *event.time > kWindow) continue;
+    if (scope && !scope->covers(event)) {
+      ++elsewhere;
+      continue;
+    }
+    recent.push_back(&event);
   }
   finding.add("records_read", static_cast<std::uint64_t>(log->records.size()), "count");
   finding.add("oom_kills_since_boot", static_cast<std::uint64_t>(all.size()), "count");
   finding.add("oom_kills_24h", static_cast<std::uint64_t>(recent.size()), "count");
+  if (scope) {
+    finding.add("scope", scope->describe());
+    finding.add("oom_kills_24h_elsewhere", elsewhere, "count");
+  }
   if (!log->records.empty() && log->boot_time) {
     const auto oldest =
         *log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -78,9 +125,16 @@ std::vector<Finding> check_kernel_oom(const CheckInput& input) {
   }
 
   if (recent.empty()) {
-    finding.summary =
-        all.empty() ? "no OOM kills in the kernel log"
-                    : fmt::format("no OOM kills in the last 24 hours ({} earlier)", all.size());
+    if (scope) {
+      finding.summary = fmt::format(
+          "no OOM kills of {} in the last 24 hours ({} elsewhere on the host: headroom check "
+          "--only kernel.oom)",
+          scope->describe(), elsewhere);
+    } else {
+      finding.summary =
+          all.empty() ? "no OOM kills in the kernel log"
+                      : fmt::format("no OOM kills in the last 24 hours ({} earlier)", all.size());
+    }
     return {finding};
   }
   const OomEvent& last = *recent.back();
@@ -98,8 +152,9 @@ std::vector<Finding> check_kernel_oom(const CheckInput& input) {
   finding.add("kills", listed);
 
   finding.severity = Severity::kWarn;
-  finding.summary = fmt::format("{} OOM kill(s) in the last 24 hours, the last: {}", recent.size(),
-                                describe(last, now));
+  finding.summary =
+      fmt::format("{} OOM kill(s) {}in the last 24 hours, the last: {}", recent.size(),
+                  scope ? "of " + scope->describe() + " " : "", describe(last, now));
   finding.remedy.emplace_back("read them: dmesg -T | grep -iE 'killed process|oom-kill'");
   finding.remedy.emplace_back(
       "check the job's memory budget before the next run: headroom check --only memory "

@@ -329,8 +329,12 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       if (last_stream != nullptr) ring.end_open_line();
       last_stream = &stream;
     }
-    if (stream.side_read >= 0) return pump_spliced(stream);
-    return pump_read(stream);
+    const bool got = stream.side_read >= 0 ? pump_spliced(stream) : pump_read(stream);
+    // Whether the job left a line open on headroom's stderr: `run --json` then
+    // starts its document on a line of its own.
+    if (got && stream.writer == options.stderr_sink.get())
+      result.stderr_line_open = ring.last(1) != "\n";
+    return got;
   };
 
   for (;;) {

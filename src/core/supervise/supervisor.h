@@ -111,6 +111,8 @@ struct SupervisionResult {
   std::optional<Stall> stall;
   std::vector<AlertEvent> alerts;
   std::string output_tail;
+  /// The job's last byte to headroom's stderr was not a newline.
+  bool stderr_line_open = false;
   std::uint64_t output_bytes = 0;
   /// How headroom's stdout and stderr fared ("stdout", "stderr", or "stdout+stderr"
   /// when both are one file): bytes a stalled reader did not take are counted here.

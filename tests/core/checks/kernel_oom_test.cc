@@ -33,6 +33,28 @@ TEST(KernelOom, RecentMemcgKillWarnsOlderHostKillIsOnlyCounted) {
   EXPECT_NE(finding.summary.find("2h 0m ago"), std::string::npos) << finding.summary;
 }
 
+// run's preflight: another user's kill is not this job's news (the recorded host's
+// process is in the root cgroup, "/", which holds every cgroup: the uid decides).
+TEST(KernelOom, JobScopeLeavesOutOtherUsersKillsAndCountsThem) {
+  FakeSyscalls syscalls;
+  const Context context = fixture_context("cgroup_v2", syscalls);
+  const Runtime runtime;
+  CheckOptions options;
+  options.oom_job_uid = 1000;
+  Finding finding = check_kernel_oom(CheckInput{context, options, runtime}).front();
+  EXPECT_EQ(finding.severity, Severity::kOk) << finding.summary;
+  EXPECT_EQ(testing::evidence_text(finding, "oom_kills_24h"), "0");
+  EXPECT_EQ(testing::evidence_text(finding, "oom_kills_24h_elsewhere"), "1");
+  EXPECT_EQ(testing::evidence_text(finding, "scope"), "uid 1000 in memory cgroup /");
+
+  options.oom_job_uid = 0;  // the killed pt_main_thread's user
+  finding = check_kernel_oom(CheckInput{context, options, runtime}).front();
+  EXPECT_EQ(finding.severity, Severity::kWarn) << finding.summary;
+  EXPECT_EQ(testing::evidence_text(finding, "last_kill_pid"), "48211");
+  EXPECT_NE(finding.summary.find("of uid 0 in memory cgroup /"), std::string::npos)
+      << finding.summary;
+}
+
 TEST(KernelOom, NoKillsOnTheRecordedHost) {
   FakeSyscalls syscalls;
   const Finding finding = run(fixture_context("bare_host", syscalls));
