@@ -133,7 +133,8 @@ TEST(RemediesFor, ShmNeverAsksForMoreThanTheHostsMemory) {
   const std::vector<std::string> lines = remedies_for(
       bus_error(), measured(RuntimeKind::kDocker, 72ULL << 30, 64ULL << 20, 24ULL << 30));
   ASSERT_FALSE(lines.empty());
-  EXPECT_NE(lines.front().find("no /dev/shm size fixes this here"), std::string::npos) << lines.front();
+  EXPECT_NE(lines.front().find("no /dev/shm size fixes this here"), std::string::npos)
+      << lines.front();
   EXPECT_NE(lines.front().find("24.0 GiB of RAM"), std::string::npos) << lines.front();
   for (const std::string& line : lines) EXPECT_EQ(line.find("--shm-size"), std::string::npos);
 }
