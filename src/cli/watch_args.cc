@@ -36,7 +36,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {kMount, "mount", Takes::kValue, "PATH",
      "a dir that must be a mount point: alert when it is not (repeatable)"},
     {kListen, "listen", Takes::kOptionalValue, "[ADDR:PORT]",
-     "serve /metrics (default 127.0.0.1:9840 when given without value)"},
+     "serve /metrics on IPV4:PORT or [IPV6]:PORT (127.0.0.1:9840 without a value)"},
     {kOnce, "once", Takes::kNothing, "", "take one sample, print it with predictions, exit"},
     {kCount, "count", Takes::kValue, "N", "stop after this many samples (scripts, tests)"},
     {kCkptSize, "ckpt-size", Takes::kValue, "SIZE", "size of one checkpoint, e.g. 20GiB"},
