@@ -67,7 +67,7 @@ int run_parsed(int argc, char** argv, std::span<const Command> commands) {
     } else {
       std::cerr << "headroom: " << error.what() << "\n";
     }
-    std::cerr << "Run 'headroom --help' or 'headroom <command> --help' for usage.\n";
+    std::cerr << kUsageHint << "\n";
     return kExitUsage;
   }
   if (auto checked = check_host_root(globals.root); !checked) {

@@ -5,6 +5,7 @@
 // CLI11 subcommand table for headroom.
 
 #include <string>
+#include <string_view>
 
 #include "core/context.h"
 #include "core/report/style.h"
@@ -17,6 +18,10 @@ enum ExitCode : int {
   kExitFindings = 1,  ///< a finding reached --fail-on (or: explain found no cause)
   kExitUsage = 2,     ///< bad arguments, or something could not run at all
 };
+
+/// The line after a usage error, the same for every command (watch included).
+inline constexpr std::string_view kUsageHint =
+    "Run 'headroom --help' or 'headroom <command> --help' for usage.";
 
 /// Options of the main program that every subcommand sees.
 struct Globals {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -28,10 +29,17 @@ namespace headroom::cli {
 namespace {
 
 using daemon::DaemonConfig;
+
+/// `--once` takes this many samples kOnceInterval apart (1 s in all) and prints
+/// the last: one sample has no rate, and "full in: collecting" from a command
+/// that exits was no answer. Enough for the estimate (FillOptions::min_samples).
+constexpr std::uint64_t kOnceSamples = 5;
+constexpr std::chrono::milliseconds kOnceInterval{250};
 using daemon::SinkKind;
 using enum WatchOpt;
 
-/// The value of a numeric flag, when given; "--count: 'x' is not a number" otherwise.
+/// The value of a numeric flag, when given; "Could not convert: --count = x" (CLI11's
+/// words) otherwise.
 template <typename Number>
 Result<void> number_flag(const WatchArgs& args, WatchOpt option, Number& out) {
   const std::string* text = args.last(option);
@@ -39,7 +47,8 @@ Result<void> number_flag(const WatchArgs& args, WatchOpt option, Number& out) {
   Number value{};
   const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (error != std::errc() || end != text->data() + text->size()) {
-    return fail(Error::invalid(fmt::format("{}: '{}' is not a number", flag_name(option), *text)));
+    return fail(
+        Error::invalid(fmt::format("Could not convert: {} = {}", flag_name(option), *text)));
   }
   out = value;
   return {};
@@ -196,7 +205,10 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
   if (globals.root != "/") context.pid = "1";
   const bool once = args->has(kOnce);
   // One sample to print: nothing to scrape, and the daemon may hold the port.
-  if (once) config->listen.reset();
+  if (once) {
+    config->listen.reset();
+    config->interval = std::min(config->interval, kOnceInterval);
+  }
   std::mutex output;
   daemon::LoopHooks hooks;
   hooks.reload = [args] { return load_config(*args); };
@@ -204,9 +216,10 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
     std::lock_guard lock(output);
     fmt::print(stderr, "headroom watch: {}\n", line);
   };
-  hooks.max_samples = once ? 1 : static_cast<std::uint64_t>(count);
+  hooks.max_samples = once ? kOnceSamples : static_cast<std::uint64_t>(count);
   const bool bounded = hooks.max_samples != 0;
   std::uint64_t steps = 0;
+  std::vector<AlertEvent> once_events;
   // On a terminal an unbounded text run redraws its view every sample; as a
   // service (stdout not a terminal) it prints nothing per sample, only alerts.
   std::optional<LiveView> live;
@@ -218,10 +231,25 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
   hooks.on_step = [&](const WatchStep& step) {
     std::lock_guard lock(output);
     ++steps;
-    if (globals.json) {
-      fmt::print("{}\n", to_json(step).dump(once ? 2 : -1));
+    if (globals.json && once) {
+      // The last sample, with the alert events of all of them (a FIRING comes
+      // with the first sample that crosses, not the last).
+      once_events.insert(once_events.end(), step.events.begin(), step.events.end());
+      if (steps == hooks.max_samples) {
+        WatchStep last = step;
+        last.events = std::move(once_events);
+        fmt::print("{}\n", to_json(last).dump(2));
+      }
+    } else if (globals.json) {
+      fmt::print("{}\n", to_json(step).dump());
     } else if (bounded && steps == hooks.max_samples) {
       std::fputs(render_step(step).c_str(), stdout);
+      if (once) {
+        fmt::print(
+            "full in: at the rate of the last {} ({} samples); the daemon predicts over {}\n",
+            format_setting(config->interval * static_cast<int>(kOnceSamples - 1)), kOnceSamples,
+            format_setting(config->watch.window));
+      }
     } else if (live) {
       std::fputs(live->frame(step).c_str(), stdout);
     }
@@ -237,8 +265,7 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
 int watch_main(int argc, char** argv) {
   auto args = parse_watch_args(argc, argv);
   if (!args) {
-    fmt::print(stderr, "headroom: {}\nRun 'headroom watch --help' for usage.\n",
-               args.error().message);
+    fmt::print(stderr, "headroom: {}\n{}\n", args.error().message, kUsageHint);
     return kExitUsage;
   }
   if (args->has(kHelp)) {

@@ -24,6 +24,7 @@ struct OptionSpec {
 using enum WatchOpt;
 
 constexpr auto kOptions = std::to_array<OptionSpec>({
+    {kHelp, "help", Takes::kNothing, "", "Print this help message and exit"},
     {kConfig, "config", Takes::kValue, "FILE",
      "TOML config file (docs/watch.md); flags override it"},
     {kCheckConfig, "check-config", Takes::kValue, "FILE",
@@ -35,7 +36,7 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {kMount, "mount", Takes::kValue, "PATH",
      "a dir that must be a mount point: alert when it is not (repeatable)"},
     {kListen, "listen", Takes::kOptionalValue, "[ADDR:PORT]",
-     "serve /metrics (default 127.0.0.1:9840 when given without value)"},
+     "serve /metrics on IPV4:PORT or [IPV6]:PORT (127.0.0.1:9840 without a value)"},
     {kOnce, "once", Takes::kNothing, "", "take one sample, print it with predictions, exit"},
     {kCount, "count", Takes::kValue, "N", "stop after this many samples (scripts, tests)"},
     {kCkptSize, "ckpt-size", Takes::kValue, "SIZE", "size of one checkpoint, e.g. 20GiB"},
@@ -79,12 +80,11 @@ constexpr auto kOptions = std::to_array<OptionSpec>({
     {kJson, "json", Takes::kNothing, "",
      "one JSON line per sample, pretty with --once (schema: docs/json.md)"},
     {kNoColor, "no-color", Takes::kNothing, "", "no colour even on a terminal (also: NO_COLOR=1)"},
-    {kVerbose, "verbose", Takes::kNothing, "", "more detail (also -v)"},
+    {kVerbose, "verbose", Takes::kNothing, "", "more detail"},
     {kHostRoot, "host-root", Takes::kValue, "DIR",
      "the host's / is mounted at DIR (a node agent's /host)"},
     {kRoot, "root", Takes::kValue, "DIR", ""},  // --host-root's former, unlisted name
-    {kHelp, "help", Takes::kNothing, "", "print this help and exit (also -h)"},
-    {kVersion, "version", Takes::kNothing, "", "print the version and exit"},
+    {kVersion, "version", Takes::kNothing, "", "Display program version information and exit"},
 });
 
 /// Where the global flags start in kOptions (--help lists them apart).
@@ -103,8 +103,12 @@ std::string offending(int argc, char** argv) {
   return at >= 0 && at < argc ? std::string(argv[at]) : std::string("?");
 }
 
-Result<WatchArgs> usage(std::string message) {
-  return fail(Error::invalid("watch: " + std::move(message)));
+// The errors are worded as CLI11 words them for every other command (app.cc),
+// so a typo reads the same whichever command it was made in.
+Result<WatchArgs> usage(std::string message) { return fail(Error::invalid(std::move(message))); }
+
+Result<WatchArgs> not_expected(std::string_view word) {
+  return usage(fmt::format("The following argument was not expected: {}", word));
 }
 
 }  // namespace
@@ -151,21 +155,23 @@ Result<WatchArgs> parse_watch_args(int argc, char** argv) {
         saw_command = true;
         continue;
       }
-      return usage(fmt::format("unexpected argument '{}' (give --dir once per directory)", optarg));
+      return not_expected(optarg);
     }
     if (got == '?') {
       const OptionSpec* spec = find_spec(optopt);
-      if (spec != nullptr) return usage(fmt::format("--{} takes no value", spec->name));
-      return usage(
-          fmt::format("unknown flag '{}'", optopt > 0 && optopt < 256
-                                               ? fmt::format("-{}", static_cast<char>(optopt))
-                                               : offending(argc, argv)));
+      if (spec != nullptr) {  // --once=1: a flag given a value
+        const std::string word = offending(argc, argv);
+        const std::size_t equals = word.find('=');
+        return usage(fmt::format("Could not convert: --{} = {}", spec->name,
+                                 equals == std::string::npos ? word : word.substr(equals + 1)));
+      }
+      return not_expected(optopt > 0 && optopt < 256 ? fmt::format("-{}", static_cast<char>(optopt))
+                                                     : offending(argc, argv));
     }
     if (got == ':') {
       const OptionSpec* spec = find_spec(optopt);
-      return usage(fmt::format("{} needs a value",
-                               spec != nullptr ? fmt::format("--{} {}", spec->name, spec->value)
-                                               : offending(argc, argv)));
+      if (spec == nullptr) return not_expected(offending(argc, argv));
+      return usage(fmt::format("--{}: 1 required {} missing", spec->name, spec->value));
     }
     const WatchOpt option = got == 'h' ? kHelp : got == 'v' ? kVerbose : static_cast<WatchOpt>(got);
     std::string value = optarg != nullptr ? optarg : "";
@@ -178,7 +184,7 @@ Result<WatchArgs> parse_watch_args(int argc, char** argv) {
     args.given[option].push_back(std::move(value));
   }
   if (optind < argc) {  // after "--"
-    return usage(fmt::format("unexpected argument '{}'", argv[optind]));
+    return not_expected(argv[optind]);
   }
   args.globals.json = args.has(kJson);
   args.globals.no_color = args.has(kNoColor);
@@ -192,15 +198,21 @@ Result<WatchArgs> parse_watch_args(int argc, char** argv) {
 }
 
 std::string watch_help() {
+  // CLI11's layout (app.cc): the description, Usage, then one line per option
+  // with its help at column 30, or on the next line when the flag is longer.
   std::string out =
       "monitor disks, /dev/shm and memory: time-to-full, alerts, Prometheus /metrics\n"
       "Usage: headroom watch [OPTIONS]\n\nOptions:\n";
   for (const OptionSpec& spec : kOptions) {
     if (spec.help.empty()) continue;
     if (spec.name == kFirstGlobal) out += "\nGlobal options (also before `watch`):\n";
-    const std::string flag = spec.value.empty() ? fmt::format("--{}", spec.name)
-                                                : fmt::format("--{} {}", spec.name, spec.value);
-    out += fmt::format("  {:<28}{}\n", flag, spec.help);
+    std::string flag = spec.option == kHelp      ? std::string("-h,--help")
+                       : spec.option == kVerbose ? std::string("-v,--verbose")
+                                                 : fmt::format("--{}", spec.name);
+    if (!spec.value.empty()) flag += fmt::format(" {}", spec.value);
+    constexpr std::size_t kColumn = 28;
+    out += flag.size() < kColumn ? fmt::format("  {:<28}{}\n", flag, spec.help)
+                                 : fmt::format("  {}\n  {:<28}{}\n", flag, "", spec.help);
   }
   out +=
       "\nExit: 0 stopped by SIGINT/SIGTERM (or --once/--count with no alert firing),\n"

@@ -84,12 +84,12 @@ struct DaemonConfig {
 /// Default listen address: loopback only, so metrics are not exposed by accident.
 inline constexpr const char* kDefaultListen = "127.0.0.1:9840";
 
-/// A listen address as the HTTP server takes it: "IPV4:PORT" from "IPV4:PORT",
-/// "localhost:PORT" or a bare "PORT"/":PORT" (loopback, like the default: all
-/// interfaces must be asked for, "0.0.0.0:PORT"). Port 0 picks a free one. An
-/// error says what is wrong: a malformed or out-of-range address or port (the
-/// server would wrap "999.1.1.1" to 231.1.1.1), a host name, or IPv6, which
-/// Debian's civetweb is built without.
+/// A listen address as the HTTP server takes it: "IPV4:PORT" or "[IPV6]:PORT"
+/// (normalized: "[::1]:9840"), from those, "localhost:PORT" or a bare
+/// "PORT"/":PORT" (loopback, like the default: all interfaces must be asked
+/// for, "0.0.0.0:PORT" or "[::]:PORT"). Port 0 picks a free one. An error says
+/// what is wrong: a malformed or out-of-range address or port, a host name, or
+/// IPv6 without brackets ("::1:9840" is ambiguous).
 [[nodiscard]] Result<std::string> parse_listen_address(std::string_view address);
 
 /// When apply_toml checks the whole config: at once, or later by the caller's

@@ -34,21 +34,33 @@ Result<SignalTarget> parse_signal_target(std::string_view target) {
 
 Result<std::string> parse_listen_address(std::string_view address) {
   const auto bad = [&](std::string_view why) -> Result<std::string> {
-    return fail(Error::invalid(
-        fmt::format("'{}' {} (use IPV4:PORT, e.g. {})", address, why, kDefaultListen)));
+    return fail(
+        Error::invalid(fmt::format("'{}' {} (use IPV4:PORT or [IPV6]:PORT, e.g. {} or [::1]:9840)",
+                                   address, why, kDefaultListen)));
   };
   const std::size_t colon = address.rfind(':');
   std::string_view host = colon == std::string_view::npos ? "" : address.substr(0, colon);
-  if (address.starts_with('[') || host.find(':') != std::string_view::npos) {
-    return bad("is IPv6, which this build's HTTP server (civetweb) cannot listen on");
-  }
   const std::string_view digits =
       colon == std::string_view::npos ? address : address.substr(colon + 1);
+  const bool bracketed = host.starts_with('[') && host.ends_with(']') && host.size() > 2;
+  if (!bracketed && host.find_first_of("[]:") != std::string_view::npos) {
+    return bad("has an IPv6 address without brackets");
+  }
   unsigned port = 0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() ||
+  if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
       port > 65535) {
     return bad(fmt::format("has no port 0-65535 ('{}')", digits));
+  }
+  if (bracketed) {
+    const std::string inner(host.substr(1, host.size() - 2));
+    in6_addr parsed6{};
+    if (inet_pton(AF_INET6, inner.c_str(), &parsed6) != 1) {
+      return bad(fmt::format("has no IPv6 address ('{}' is not one)", inner));
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET6, &parsed6, text, sizeof text);
+    return fmt::format("[{}]:{}", text, port);
   }
   if (host.empty() || host == "localhost") host = "127.0.0.1";
   in_addr parsed{};

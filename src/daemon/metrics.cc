@@ -83,10 +83,11 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
     out.gauge("headroom_filesystem_files_free", "Free inodes of the filesystem", labels,
               static_cast<double>(filesystem.avail_inodes));
     const FillEstimate* estimate = step.predictions.filesystem(filesystem.path);
-    if (estimate != nullptr && estimate->rate) {
+    if (const auto rate = estimate != nullptr ? fill_rate(*estimate) : std::nullopt) {
       out.gauge("headroom_filesystem_fill_rate_bytes_per_second",
-                "Theil-Sen rate at which free space shrinks over the window (negative: freeing)",
-                labels, -*estimate->rate);
+                "Bytes per second the filesystem fills at (Theil-Sen over the window); "
+                "negative: freeing",
+                labels, *rate);
     }
     if (estimate != nullptr && estimate->eta_seconds) {
       out.gauge("headroom_filesystem_fill_eta_seconds",
@@ -96,7 +97,10 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
     // /dev/shm again under its own family: the usual mountpoint!~"^/dev" and
     // fstype!="tmpfs" selectors of node_exporter dashboards drop it otherwise.
     if (filesystem.role == FsRole::kShm && shm_seen.insert(filesystem.path).second) {
-      const Labels shm = {{"path", filesystem.path}, {"fstype", filesystem.fstype}};
+      const Labels shm = {{"path", filesystem.path},
+                          {"mountpoint", filesystem.mountpoint},
+                          {"device", filesystem.source},
+                          {"fstype", filesystem.fstype}};
       out.gauge("headroom_shm_avail_bytes", "Bytes still free in /dev/shm", shm, avail);
       out.gauge("headroom_shm_size_bytes", "Size of /dev/shm in bytes", shm, size);
       if (estimate != nullptr && estimate->eta_seconds) {
@@ -135,12 +139,13 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
     }
   }
   if (sample.pressure) {
-    out.gauge("headroom_memory_psi_some_avg10",
-              "Percent of the last 10s some task stalled on memory", {},
-              sample.pressure->some_avg10);
-    out.gauge("headroom_memory_psi_full_avg10",
-              "Percent of the last 10s all non-idle tasks stalled on memory", {},
-              sample.pressure->full_avg10);
+    // Ratios 0-1, as Prometheus names them (the kernel's avg10 is a percent).
+    out.gauge("headroom_memory_psi_some_avg10_ratio",
+              "Share (0-1) of the last 10s some task stalled on memory", {},
+              sample.pressure->some_avg10 / 100);
+    out.gauge("headroom_memory_psi_full_avg10_ratio",
+              "Share (0-1) of the last 10s all non-idle tasks stalled on memory", {},
+              sample.pressure->full_avg10 / 100);
     out.counter("headroom_memory_psi_full_seconds_total",
                 "Total time all non-idle tasks stalled on memory", {},
                 static_cast<double>(sample.pressure->full_total_us) / 1e6);
@@ -153,14 +158,16 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
     }
     out.gauge("headroom_cgroup_memory_usage_bytes", "Memory charged to the cgroup", labels,
               static_cast<double>(sample.cgroup->usage_bytes));
-    out.counter("headroom_oom_kills_total", "Processes killed by the OOM killer",
-                {{"scope", "cgroup"}, {"cgroup", sample.cgroup->path}},
-                static_cast<double>(sample.cgroup->oom_kills));
+    // Two names, not one with a scope label: the host's counter already counts
+    // the cgroup's kills, so a sum over one name counted each such kill twice.
+    out.counter("headroom_cgroup_oom_kills_total",
+                "Processes the OOM killer took in the memory cgroup (memory.events oom_kill)",
+                labels, static_cast<double>(sample.cgroup->oom_kills));
   }
   if (sample.system_oom_kills) {
-    out.counter("headroom_oom_kills_total", "Processes killed by the OOM killer",
-                {{"scope", "system"}, {"cgroup", ""}},
-                static_cast<double>(*sample.system_oom_kills));
+    out.counter("headroom_oom_kills_total",
+                "Processes the OOM killer took on the host, in any cgroup (/proc/vmstat oom_kill)",
+                {}, static_cast<double>(*sample.system_oom_kills));
   }
   if (sample.fds && sample.fds->system) {
     out.gauge("headroom_file_handles_allocated", "File handles allocated system-wide (file-nr)", {},

@@ -1,7 +1,6 @@
 #include "daemon/watch_loop.h"
 
 #include <fmt/format.h>
-#include <prometheus/exposer.h>
 #include <pthread.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "daemon/alert_state.h"
+#include "daemon/http_server.h"
 #include "daemon/metrics.h"
 #include "daemon/sink_worker.h"
 
@@ -130,44 +130,23 @@ class SinkSet {
   std::string host_;
 };
 
-/// The HTTP exporter for one listen address (validate() accepted it), and the
-/// address it listens on: the port the kernel picked for port 0.
-struct Listening {
-  std::unique_ptr<prometheus::Exposer> exposer;
-  std::string address;
-  [[nodiscard]] std::string announcement() const {
-    return "serving /metrics on http://" + address + "/metrics";
-  }
-};
-
-Result<Listening> listen_on(const std::string& address,
-                            const std::shared_ptr<SnapshotCollector>& collector) {
+/// The HTTP exporter for one listen address (validate() accepted it), announced
+/// with the address it bound: the port the kernel picked for port 0.
+Result<std::unique_ptr<HttpServer>> listen_on(const std::string& address,
+                                              const std::shared_ptr<SnapshotCollector>& collector,
+                                              const LoopHooks& hooks) {
   auto parsed = parse_listen_address(address);
   if (!parsed) return fail(parsed.error());
-  try {
-    // civetweb gives each connection a worker thread until its request has come in
-    // or request_timeout_ms passed (30 s by default): with one thread, one idle or
-    // slow client (a port scanner, a half-open connection) blocked every scrape for
-    // 30 s; with 4, four of them delayed it by 2 s, sixteen by 8 s. So 16 threads
-    // (Prometheus scrapes one at a time; an idle thread costs a stack mapping, not
-    // memory), and a request that has not arrived in 2 s is dropped.
-    Listening listening{
-        std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-            "listening_ports", *parsed, "num_threads", "16", "request_timeout_ms", "2000"}),
-        *parsed};
-    listening.exposer->RegisterCollectable(collector);
-    const std::vector<int> ports = listening.exposer->GetListeningPorts();
-    if (!ports.empty()) {
-      listening.address =
-          fmt::format("{}:{}", parsed->substr(0, parsed->rfind(':')), ports.front());
-    }
-    return listening;
-  } catch (const std::exception& error) {
-    // civetweb says "null context when constructing CivetServer": the bind failed.
+  // 16 threads, each serving one connection at a time, and a request that has
+  // not arrived in 2 s dropped: idle or slow clients (a port scanner, half-open
+  // connections) delay a scrape by 2 s at most per 16 of them.
+  auto server = HttpServer::start(*parsed, collector, HttpOptions{16, std::chrono::seconds(2)});
+  if (!server) {
     return fail(Error::invalid(
-        fmt::format("cannot listen on {}: the address is in use or not on this host ({})", *parsed,
-                    error.what())));
+        fmt::format("{} (the address is in use or not on this host)", server.error().message)));
   }
+  if (hooks.log) hooks.log("serving /metrics on http://" + (*server)->address() + "/metrics");
+  return server;
 }
 
 /// The paths on a hung mount in a step, with why.
@@ -209,12 +188,11 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
     if (auto written = write_pid_file(config.pid_file); !written) return fail(written.error());
   }
   auto collector = std::make_shared<SnapshotCollector>();
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<HttpServer> server;
   if (config.listen) {
-    auto listening = listen_on(*config.listen, collector);
+    auto listening = listen_on(*config.listen, collector, hooks);
     if (!listening) return fail(listening.error());
-    exposer = std::move(listening->exposer);
-    if (hooks.log) hooks.log(listening->announcement());
+    server = std::move(*listening);
   }
   auto built = SinkSet::build(config, hooks);
   if (!built) return fail(built.error());
@@ -260,12 +238,11 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
         if (hooks.log) hooks.log("config reload failed: " + rebuilt.error().message);
       } else {
         if (reloaded->listen != config.listen) {
-          exposer.reset();
+          server.reset();
           if (reloaded->listen) {
-            auto listening = listen_on(*reloaded->listen, collector);
+            auto listening = listen_on(*reloaded->listen, collector, hooks);
             if (listening) {
-              exposer = std::move(listening->exposer);
-              if (hooks.log) hooks.log(listening->announcement());
+              server = std::move(*listening);
             } else if (hooks.log) {
               hooks.log(listening.error().message);
             }
@@ -323,7 +300,7 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
     if (next <= now) next = now + config.interval;
     signals.wait_until(next);
   }
-  exposer.reset();
+  server.reset();
   // Give queued alerts a moment to go out (a --once run's alerts, say).
   sinks->stop(std::chrono::milliseconds(2000));
   if (!config.pid_file.empty()) ::unlink(config.pid_file.c_str());

@@ -61,7 +61,11 @@ def _shape(value):
         return {key: _shape(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_shape(value[0])] if value else []
-    return type(value).__name__ if value is not None else None
+    # A number may be null in one run and not in the other (--once's time-to-full
+    # of a disk that other processes write to): the same shape.
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return "number or null"
+    return type(value).__name__
 
 
 def test_watch_runs_as_headroom_watch_with_the_typed_argv(lean: Path):
@@ -119,12 +123,12 @@ def test_usage_errors_keep_their_exit_code_through_the_exec(alone: Path, lean: P
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--bogus"], "unknown flag '--bogus'"),
-    (["--once=1"], "--once takes no value"),
-    (["--interval"], "--interval DURATION needs a value"),
-    (["--dir", "/a", "/b"], "unexpected argument '/b'"),
-    (["--count", "three"], "--count: 'three' is not a number"),
-    (["--warn-percent", "85%"], "--warn-percent: '85%' is not a number"),
+    (["--bogus"], "The following argument was not expected: --bogus"),
+    (["--once=1"], "Could not convert: --once = 1"),
+    (["--interval"], "--interval: 1 required DURATION missing"),
+    (["--dir", "/a", "/b"], "The following argument was not expected: /b"),
+    (["--count", "three"], "Could not convert: --count = three"),
+    (["--warn-percent", "85%"], "Could not convert: --warn-percent = 85%"),
     (["--keep", "0"], "--keep must be >= 1"),
     (["--signal", "USR1"], "--signal"),
 ])

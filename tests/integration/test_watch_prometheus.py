@@ -122,9 +122,9 @@ def test_prometheus_scrapes_tmpfs_series_with_falling_eta(scratch: Path, prometh
 
 
 def test_listen_address_is_checked_and_port_0_reports_the_bound_port(scratch: Path):
-    # civetweb alone would wrap 999 to 231 and listen on multicast 231.1.1.1.
+    # inet_aton would wrap 999 to 231 and listen on multicast 231.1.1.1.
     for address, message in [("999.1.1.1:9840", "has no IPv4 address"),
-                             ("[::1]:9840", "is IPv6"),
+                             ("::1:9840", "IPv6 address without brackets"),
                              ("127.0.0.1:70000", "has no port 0-65535")]:
         result = subprocess.run([HEADROOM, "watch", "--listen", address, "--count", "1"],
                                 capture_output=True, text=True, timeout=30)

@@ -52,7 +52,7 @@ std::string rfc3339(std::chrono::system_clock::time_point time) {
 }
 
 Json to_json(const FillEstimate& estimate) {
-  return {{"rate_bytes_per_second", optional_json(estimate.rate)},
+  return {{"fill_rate_bytes_per_second", optional_json(fill_rate(estimate))},
           {"eta_seconds", optional_json(estimate.eta_seconds)},
           {"samples", estimate.samples},
           {"span_seconds", estimate.span_seconds},

@@ -12,7 +12,8 @@ namespace headroom {
 
 /// RFC 3339 UTC with milliseconds, e.g. "2024-05-01T12:00:00.250Z".
 [[nodiscard]] std::string rfc3339(std::chrono::system_clock::time_point time);
-/// {"rate_bytes_per_second", "eta_seconds", "samples", "span_seconds", "agreement", "recent"}.
+/// {"fill_rate_bytes_per_second" (positive: filling, as the metric), "eta_seconds", "samples",
+/// "span_seconds", "agreement", "recent"}.
 [[nodiscard]] nlohmann::ordered_json to_json(const FillEstimate& estimate);
 /// {"kind", "rule", "subject", "severity", "summary", "value", "threshold", "time", "started",
 /// "labels"}, and "host", "id", "action" when set.

@@ -78,6 +78,14 @@ struct FillEstimate {
   bool restarted = false;
 };
 
+/// What the exported forms say (watch --json `fill_rate_bytes_per_second` and the
+/// `headroom_filesystem_fill_rate_bytes_per_second` metric): bytes consumed per
+/// second, positive = filling, negative = freeing (-rate); nullopt as `rate`.
+[[nodiscard]] inline std::optional<double> fill_rate(const FillEstimate& estimate) {
+  if (!estimate.rate) return std::nullopt;
+  return 0.0 - *estimate.rate;  // 0.0 - x: never -0.0 for a flat series
+}
+
 /// The Theil-Sen slope (median of pairwise slopes) of `points`, which must be
 /// in time order; nullopt for fewer than 2 points or no time spread.
 [[nodiscard]] std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points);

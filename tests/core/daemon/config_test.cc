@@ -102,12 +102,17 @@ TEST(ParseListenAddress, NormalizesWhatTheServerTakesAndRejectsTheRest) {
   EXPECT_EQ(*parse_listen_address("9840"), "127.0.0.1:9840");
   EXPECT_EQ(*parse_listen_address(":9840"), "127.0.0.1:9840");
   EXPECT_EQ(*parse_listen_address("localhost:0"), "127.0.0.1:0");
+  EXPECT_EQ(*parse_listen_address("[::1]:9840"), "[::1]:9840");
+  EXPECT_EQ(*parse_listen_address("[::]:0"), "[::]:0");
+  EXPECT_EQ(*parse_listen_address("[0:0::1]:9840"), "[::1]:9840");
   const std::pair<const char*, const char*> bad[] = {
-      {"999.1.1.1:80", "has no IPv4 address"},  // civetweb would bind 231.1.1.1
+      {"999.1.1.1:80", "has no IPv4 address"},  // inet_aton-style parsers bind 231.1.1.1
       {"1.2.3:80", "has no IPv4 address"},
       {"example.com:80", "host names are not resolved"},
-      {"[::1]:9840", "is IPv6"},
-      {"::1:9840", "is IPv6"},
+      {"::1:9840", "IPv6 address without brackets"},
+      {"[::1]9840", "IPv6 address without brackets"},
+      {"[::g]:9840", "has no IPv6 address"},
+      {"[]:9840", "IPv6 address without brackets"},
       {"127.0.0.1:65536", "has no port 0-65535"},
       {"127.0.0.1:", "has no port"},
       {"127.0.0.1:80x", "has no port"},

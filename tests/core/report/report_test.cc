@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/golden.h"
 #include "core/report/json.h"
 #include "core/report/text.h"
 #include "core/units.h"
@@ -11,19 +12,7 @@
 namespace headroom {
 namespace {
 
-// Golden files: HEADROOM_UPDATE_GOLDEN=1 rewrites them, so a change shows as a reviewed diff.
-void expect_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(HEADROOM_TEST_DATA) + "/golden/" + name;
-  if (const char* update = std::getenv("HEADROOM_UPDATE_GOLDEN"); update && *update == '1') {
-    std::ofstream(path) << actual;
-    return;
-  }
-  std::ifstream file(path);
-  ASSERT_TRUE(file) << "missing golden file " << path << " (run with HEADROOM_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << file.rdbuf();
-  EXPECT_EQ(actual, expected.str()) << "golden " << name << " differs";
-}
+using testing::expect_golden;
 
 Report sample_report() {
   Report report;
