@@ -1,4 +1,5 @@
-// One libFuzzer target for every pure parser of the core. The first input byte
+// One libFuzzer target for every pure parser of the core and the watch daemon (its HTTP
+// requests and its config). The first input byte
 // picks the parser, the rest is its text; seeds come from tests/fixtures and
 // tests/logs (scripts/fuzz builds the seed corpus). Parsers must never crash,
 // hang or read out of bounds, whatever /proc or a log contains.
@@ -26,6 +27,8 @@
 #include "core/signatures/catalog.h"
 #include "core/supervise/proc_pid_status.h"
 #include "core/units.h"
+#include "daemon/config.h"
+#include "daemon/http_server.h"
 
 namespace {
 
@@ -69,7 +72,7 @@ void read_log(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 17) {
+  switch (data[0] % 19) {
     case 0:
       (void)headroom::parse_mountinfo(text);
       break;
@@ -124,6 +127,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 16:
       read_log(text);
       break;
+    case 17: {  // a request to watch --listen: what a port scanner sends
+      static const headroom::daemon::SnapshotCollector collector;
+      (void)headroom::daemon::http_response(text, collector);
+      break;
+    }
+    case 18: {  // a watch config (--config FILE) and a --listen address
+      headroom::daemon::DaemonConfig config;
+      (void)headroom::daemon::apply_toml(text, "fuzz", config, headroom::daemon::Check::kLater);
+      (void)headroom::daemon::parse_listen_address(text);
+      break;
+    }
   }
   return 0;
 }
