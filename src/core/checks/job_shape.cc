@@ -59,11 +59,7 @@ GpusSeen visible_gpus(const Context& context) {
 
 std::optional<std::uint64_t> allowed_cpus(const Context& context) {
   auto text = context.root.read(context.process_file("status"));
-  if (!text) return std::nullopt;
-  const auto list = status_field(*text, "Cpus_allowed_list");
-  if (!list) return std::nullopt;
-  auto count = parse_cpu_list_count(*list);
-  return count ? std::optional<std::uint64_t>(*count) : std::nullopt;
+  return text ? cpus_allowed(*text) : std::nullopt;
 }
 
 }  // namespace

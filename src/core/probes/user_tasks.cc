@@ -60,6 +60,13 @@ std::optional<std::string_view> status_field(std::string_view text, std::string_
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> cpus_allowed(std::string_view status_text) {
+  const auto list = status_field(status_text, "Cpus_allowed_list");
+  if (!list) return std::nullopt;
+  auto count = parse_cpu_list_count(*list);
+  return count ? std::optional<std::uint64_t>(*count) : std::nullopt;
+}
+
 Result<UserTasks> read_user_tasks(const Context& context) {
   const auto own_path = context.process_file("status");
   auto own_text = context.root.read(own_path);
@@ -68,9 +75,7 @@ Result<UserTasks> read_user_tasks(const Context& context) {
   if (!own) return fail(Error::parse(own_path.string() + ": " + own.error().message));
   UserTasks user;
   user.uid = own->uid;
-  if (const auto cpus = status_field(*own_text, "Cpus_allowed_list")) {
-    if (auto count = parse_cpu_list_count(*cpus)) user.cpus_allowed = *count;
-  }
+  user.cpus_allowed = cpus_allowed(*own_text);
   std::error_code error;
   std::filesystem::directory_iterator entry(context.root.proc(), error);
   if (error) return fail(Error::from_errno(error.value(), context.root.proc().string()));

@@ -35,6 +35,8 @@ struct UserTasks {
 /// The value of `key` in /proc/<pid>/status text, e.g. status_field(text, "Cpus_allowed_list").
 [[nodiscard]] std::optional<std::string_view> status_field(std::string_view text,
                                                            std::string_view key);
+/// The CPUs a process may run on, from its /proc/<pid>/status text (Cpus_allowed_list).
+[[nodiscard]] std::optional<std::uint64_t> cpus_allowed(std::string_view status_text);
 /// Reads the examined process's uid and counts that uid's tasks over /proc.
 [[nodiscard]] Result<UserTasks> read_user_tasks(const Context& context);
 
