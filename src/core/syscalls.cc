@@ -1,5 +1,7 @@
 #include "core/syscalls.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -7,6 +9,25 @@
 #include <cerrno>
 
 namespace headroom {
+
+namespace {
+
+// While the lease is held (microseconds), another process's open() starts a lease break
+// and the kernel signals the holder: SIGIO by default, whose default action ends the
+// process. The break is announced with a signal whose default action is to ignore it
+// instead, one this process does not handle; with none such, no lease is taken.
+int quiet_break_signal() {
+  for (const int candidate : {SIGURG, SIGWINCH}) {
+    struct sigaction current {};
+    if (::sigaction(candidate, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
+        (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
+      return candidate;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
 
 double df_used_percent(std::uint64_t total, std::uint64_t free, std::uint64_t avail) {
   const std::uint64_t used = total > free ? total - free : 0;
@@ -57,5 +78,15 @@ Result<Limit> RealSyscalls::open_files_limit() const {
 }
 
 uid_t RealSyscalls::effective_uid() const { return ::geteuid(); }
+
+LeaseAnswer RealSyscalls::write_lease(int fd) const {
+  const int signal = quiet_break_signal();
+  if (signal == 0 || ::fcntl(fd, F_SETSIG, signal) != 0) return LeaseAnswer::kUnknown;
+  if (::fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
+    (void)::fcntl(fd, F_SETLEASE, F_UNLCK);
+    return LeaseAnswer::kUnused;
+  }
+  return errno == EAGAIN || errno == EBUSY ? LeaseAnswer::kInUse : LeaseAnswer::kUnknown;
+}
 
 }  // namespace headroom

@@ -41,6 +41,13 @@ struct Limit {
   std::uint64_t hard = 0;
 };
 
+/// The kernel's answer to a write lease (core/inuse/lease_probe.h explains the proof).
+enum class LeaseAnswer {
+  kUnused,   ///< the lease was granted: no other open or mapping exists
+  kInUse,    ///< refused (EAGAIN): someone else has it open or mapped
+  kUnknown,  ///< leases are off, not supported here, or not ours to take
+};
+
 /// System calls whose target is not a path under SysRoot.
 class Syscalls {
  public:
@@ -55,6 +62,10 @@ class Syscalls {
   [[nodiscard]] virtual Result<Limit> open_files_limit() const = 0;
   /// Effective uid of the caller.
   [[nodiscard]] virtual uid_t effective_uid() const = 0;
+  /// Whether anyone else has the regular file open at `fd` (opened by the caller
+  /// O_RDONLY|O_NOFOLLOW): a write lease taken and released at once. A fixture tree's
+  /// files are shared by tests running side by side, so tests answer for the kernel.
+  [[nodiscard]] virtual LeaseAnswer write_lease(int fd) const = 0;
 };
 
 /// The real calls.
@@ -65,6 +76,7 @@ class RealSyscalls final : public Syscalls {
   [[nodiscard]] std::chrono::steady_clock::time_point monotonic() const override;
   [[nodiscard]] Result<Limit> open_files_limit() const override;
   [[nodiscard]] uid_t effective_uid() const override;
+  [[nodiscard]] LeaseAnswer write_lease(int fd) const override;
 };
 
 }  // namespace headroom

@@ -42,11 +42,16 @@ class FakeSyscalls final : public Syscalls {
   }
   [[nodiscard]] Result<Limit> open_files_limit() const override { return nofile_; }
   [[nodiscard]] uid_t effective_uid() const override { return uid_; }
+  /// What the kernel would answer for a fixture's files, which no real process holds:
+  /// granted. Asked of the real kernel, tests running side by side over one tree would
+  /// refuse each other's leases (the probe holds the file open).
+  [[nodiscard]] LeaseAnswer write_lease(int /*fd*/) const override { return lease_; }
 
   std::chrono::system_clock::time_point now_{std::chrono::seconds(1'700'000'000)};
   std::chrono::steady_clock::time_point monotonic_{};
   Limit nofile_{1024, 524288};
   uid_t uid_ = 0;
+  LeaseAnswer lease_ = LeaseAnswer::kUnused;
 
  private:
   std::map<std::string, FsStats> filesystems_;

@@ -1,7 +1,6 @@
 #include "core/inuse/lease_probe.h"
 
 #include <fcntl.h>
-#include <signal.h>
 
 #include <cerrno>
 #include <charconv>
@@ -40,32 +39,7 @@ bool parse(std::string_view text, T& value) {
   return error == std::errc() && end == text.data() + text.size();
 }
 
-// While the lease is held (microseconds), another process's open() starts a lease break
-// and the kernel signals the holder: SIGIO by default, whose default action ends the
-// process. The break is announced with a signal whose default action is to ignore it
-// instead, one this process does not handle; with none such, no lease is taken.
-int quiet_break_signal() {
-  for (const int candidate : {SIGURG, SIGWINCH}) {
-    struct sigaction current {};
-    if (::sigaction(candidate, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 &&
-        (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
-      return candidate;
-    }
-  }
-  return 0;
-}
-
 }  // namespace
-
-LeaseAnswer lease_probe(int fd) {
-  const int signal = quiet_break_signal();
-  if (signal == 0 || ::fcntl(fd, F_SETSIG, signal) != 0) return LeaseAnswer::kUnknown;
-  if (::fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
-    (void)::fcntl(fd, F_SETLEASE, F_UNLCK);
-    return LeaseAnswer::kUnused;
-  }
-  return errno == EAGAIN || errno == EBUSY ? LeaseAnswer::kInUse : LeaseAnswer::kUnknown;
-}
 
 std::string to_string(LeaseAnswer answer) {
   switch (answer) {

@@ -19,16 +19,6 @@
 
 namespace headroom {
 
-enum class LeaseAnswer {
-  kUnused,   ///< the lease was granted: no other open or mapping exists
-  kInUse,    ///< refused (EAGAIN): someone else has it open or mapped
-  kUnknown,  ///< leases are off, not supported here, or not ours to take
-};
-
-/// Probes the regular file open at `fd` (opened by the caller O_RDONLY|O_NOFOLLOW). The
-/// caller's own fd does not count.
-[[nodiscard]] LeaseAnswer lease_probe(int fd);
-
 /// "unused", "in use", "unknown".
 [[nodiscard]] std::string to_string(LeaseAnswer answer);
 

@@ -32,6 +32,7 @@ std::string Visibility::describe() const {
 Visibility visibility_of(const Context& context, const InUseIndex& index,
                          std::span<const int> vouched) {
   Visibility visibility;
+  visibility.kernel = context.syscalls;
   visibility.hidepid = index.hidepid();
   visibility.outer_pid_namespaces_hidden = index.outer_pid_namespaces_hidden();
   for (int pid : index.unreadable_pids()) {
@@ -145,7 +146,8 @@ UseAnswer regular_file_use(const InUseIndex& index, const Visibility& visibility
     answer.why = "another process holds a lease on it";
     return answer;
   }
-  switch (fd >= 0 ? lease_probe(fd) : LeaseAnswer::kUnknown) {
+  switch (fd >= 0 && visibility.kernel != nullptr ? visibility.kernel->write_lease(fd)
+                                                  : LeaseAnswer::kUnknown) {
     case LeaseAnswer::kInUse:
       answer.use = Use::kInUse;
       answer.why =

@@ -38,6 +38,8 @@ struct Visibility {
   std::vector<UnseenProcess> unseen;         ///< the same pids, with their credentials
   bool hidepid = false;                      ///< other users' pids are invisible
   bool outer_pid_namespaces_hidden = false;  ///< we run inside a pid namespace
+  /// The kernel to ask for a lease about what was not seen (the context's); none: no lease.
+  const Syscalls* kernel = nullptr;
 
   /// Every process that could hold a file was inspected.
   [[nodiscard]] bool complete() const {

@@ -189,7 +189,8 @@ WriterState writer_state(const Context& context, int dir_fd, const Checkpoint& t
   }
   const UniqueFd file(
       ::openat(dir_fd, temp.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  const LeaseAnswer lease = file.ok() ? lease_probe(file.get()) : LeaseAnswer::kUnknown;
+  const LeaseAnswer lease =
+      file.ok() ? context.syscalls->write_lease(file.get()) : LeaseAnswer::kUnknown;
   if (lease == LeaseAnswer::kInUse) return WriterState::kAlive;
   if (lease == LeaseAnswer::kUnused || (index && index->complete())) return WriterState::kGone;
   return WriterState::kUnknown;

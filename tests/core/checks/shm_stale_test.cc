@@ -3,6 +3,7 @@
 // map of a file already unlinked; four files nobody holds are stale; one SysV
 // segment has no attachments. statvfs comes from the fake to drive severity.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -12,6 +13,7 @@
 #include "core/checks/check.h"
 #include "core/fixture_context.h"
 #include "core/reclaim/shm_survey.h"
+#include "core/unique_fd.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -105,6 +107,20 @@ TEST(CheckShmStale, CountsStaleFilesSysvAndUnlinkedBytes) {
   EXPECT_NE(finding.summary.find("5 stale segments"), std::string::npos) << finding.summary;
   EXPECT_NE(finding.summary.find("1 of them SysV"), std::string::npos) << finding.summary;
   EXPECT_NE(finding.summary.find("still held by pid 4101"), std::string::npos) << finding.summary;
+}
+
+TEST(CheckShmStale, AnotherReaderOfTheFixtureDoesNotChangeTheAnswer) {
+  // Tests run side by side over one fixture tree; another test's lease probe holds the
+  // files open for a moment. The kernel's lease answer comes from the fake, so the
+  // recorded tree alone decides (CI failed once when the real kernel was asked).
+  std::vector<UniqueFd> held;
+  for (const char* name : {"nccl-a1b2c3", "torch_3999_1111111_0", "sem.mp-q9z8", "notes.txt"}) {
+    const auto path = fixture_path(kScenario) / "dev/shm" / name;
+    held.emplace_back(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(held.back().ok()) << path;
+  }
+  const Finding finding = run(shm_fs(64 * kMiB, 60 * kMiB));
+  EXPECT_EQ(evidence_text(finding, "stale_files"), "4") << finding.summary;
 }
 
 TEST(CheckShmStale, SmallShareOfALargeShmIsOk) {
