@@ -60,13 +60,15 @@ test: build
 bench: deps
 	bench/all
 
-# The C++ sources clang-format (.clang-format) owns; format-check is CI's first step.
+# The C++ sources clang-format (.clang-format) owns; format-check is CI's first step,
+# with the core's layering (src/core/LAYERS: folders include only lower layers).
 FORMAT_FILES = $$(git ls-files '*.cc' '*.h')
 format:
 	clang-format -i $(FORMAT_FILES)
 
 format-check: deps
 	clang-format --dry-run --Werror $(FORMAT_FILES)
+	scripts/check-layers
 
 # clang-tidy over src/ (.clang-tidy); ~8 minutes on 2 cores, so not part of `make test`.
 tidy: build

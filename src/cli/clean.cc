@@ -5,7 +5,7 @@
 // processes could not be inspected, or with --yes something planned was skipped at the
 // re-check or the audit log failed; 2 usage error (a refused temp dir too) or could not run.
 
-#include "core/reclaim/clean.h"
+#include "core/clean/clean.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

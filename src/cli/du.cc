@@ -1,6 +1,6 @@
 // headroom du: the largest entries under a path, and who holds them.
 
-#include "core/walk/du.h"
+#include "core/du/du.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "core/du/du_render.h"
 #include "core/operand.h"
 #include "core/units.h"
-#include "core/walk/du_render.h"
 
 namespace headroom::cli {
 

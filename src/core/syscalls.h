@@ -41,7 +41,16 @@ struct Limit {
   std::uint64_t hard = 0;
 };
 
-/// The kernel's answer to a write lease (core/inuse/lease_probe.h explains the proof).
+/// The kernel's answer to a write lease (Syscalls::write_lease). A write lease (fcntl
+/// F_SETLEASE, F_WRLCK) is granted only when no other open file description of the inode
+/// exists on the machine: every process of every user, in every pid namespace, counted
+/// whether or not headroom may inspect it, and a file mapped after its fd was closed too
+/// (the mapping keeps its open file). The lease is released at once. This is the proof
+/// `clean` and `prune` use for regular files; /proc only names the holders. An open() by
+/// someone else during those microseconds waits for the release; the break is announced
+/// with SIGURG (or SIGWINCH), never the default SIGIO that would end this process. Leases
+/// need the caller to own the file or CAP_LEASE (root), and a filesystem that supports
+/// them (not NFS): otherwise the answer is kUnknown.
 enum class LeaseAnswer {
   kUnused,   ///< the lease was granted: no other open or mapping exists
   kInUse,    ///< refused (EAGAIN): someone else has it open or mapped

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <limits>
 
-#include "core/supervise/signal_names.h"
+#include "core/signal_names.h"
 #include "core/units.h"
 #include "daemon/config.h"
 #include "daemon/redact.h"

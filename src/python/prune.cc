@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/live_context.h"
-#include "core/prune/capacity.h"
-#include "core/prune/series_space.h"
+#include "core/series/capacity.h"
+#include "core/series/series_space.h"
 #include "python/errors.h"
 
 namespace py = pybind11;
@@ -63,7 +63,7 @@ class PyPlan {
     return out.dump();
   }
 
-  /// The capacity rule (core/prune/capacity.h) for the plan's first series.
+  /// The capacity rule (core/series/capacity.h) for the plan's first series.
   /// `reclaimable`: count the temps of dead saves as room (false once they are removed).
   std::string capacity(std::uint64_t avail_bytes, std::uint64_t checkpoint_bytes, std::size_t keep,
                        bool reclaimable) const {

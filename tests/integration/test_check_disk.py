@@ -1,5 +1,5 @@
 """disk.space on a real small tmpfs used as --dir: the checkpoint projection
-(the capacity rule of prune/capacity.h, (N+1) x SIZE, saves_that_fit) is compared
+(the capacity rule of series/capacity.h, (N+1) x SIZE, saves_that_fit) is compared
 with plain arithmetic and with what real torch.save calls manage to write before
 the filesystem is full."""
 import pytest

@@ -100,7 +100,7 @@ void eta_condition(const AlertConfig& config, std::string rule, std::string subj
 void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
                            std::vector<AlertCondition>& out) {
   if (!config.checkpoint_bytes || filesystem.role != FsRole::kDir) return;
-  // The capacity rule of check and save_checkpoint (prune/capacity.h): what
+  // The capacity rule of check and save_checkpoint (series/capacity.h): what
   // retention frees before the next save counts as room.
   CapacityInput input{filesystem.avail_bytes, *config.checkpoint_bytes,
                       static_cast<std::size_t>(config.keep),

@@ -1,6 +1,6 @@
 #include "core/alerts/watcher.h"
 
-#include "core/prune/series_space.h"
+#include "core/series/series_space.h"
 
 namespace headroom {
 

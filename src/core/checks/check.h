@@ -11,7 +11,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/finding.h"
-#include "core/probes/runtime.h"
+#include "core/kernel/runtime.h"
 
 namespace headroom {
 

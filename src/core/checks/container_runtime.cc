@@ -1,13 +1,13 @@
 // container.runtime: where the job runs (bare host, Docker, Kubernetes, Podman,
 // a Slurm job), whether its IPC namespace and /dev/shm are the host's, and so
 // in which dialect the other checks print their remedies. Informational: the
-// verdict on /dev/shm's size belongs to shm.capacity. Source: probes/runtime.h.
+// verdict on /dev/shm's size belongs to shm.capacity. Source: kernel/runtime.h.
 
 #include <fmt/format.h>
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/probes/mountinfo.h"
+#include "core/kernel/mountinfo.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -2,7 +2,7 @@
 // whether the job's checkpoints fit.
 //
 // The checkpoint model (docs/checks.md, "disk.space") is the one capacity rule
-// of prune/capacity.h, shared with the watch rule checkpoint_space and
+// of series/capacity.h, shared with the watch rule checkpoint_space and
 // headroom.save_checkpoint: the room for the next save is the free space plus
 // what retention frees (the older checkpoints of the series already in the dir,
 // beyond the newest max(keep-1, 1), and temps of dead saves); later saves are
@@ -17,8 +17,8 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/prune/capacity.h"
-#include "core/prune/series_space.h"
+#include "core/series/capacity.h"
+#include "core/series/series_space.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -27,8 +27,8 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/probes/file_nr.h"
-#include "core/probes/limits.h"
+#include "core/kernel/file_nr.h"
+#include "core/kernel/limits.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -12,7 +12,7 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/probes/limits.h"
+#include "core/kernel/limits.h"
 #include "core/units.h"
 
 namespace headroom {

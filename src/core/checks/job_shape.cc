@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "core/checks/check.h"
-#include "core/probes/user_tasks.h"
+#include "core/kernel/user_tasks.h"
 
 namespace headroom {
 

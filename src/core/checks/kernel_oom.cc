@@ -1,7 +1,7 @@
 // kernel.oom: OOM kills in the kernel log in the last 24 hours, host-wide or in
 // a memory cgroup, with the killed command and pid. Past kills are a warning,
 // never critical: they say the job's memory budget was wrong before, not that
-// it is wrong now. Source: probes/kmsg.h (/dev/kmsg, mm/oom_kill.c messages).
+// it is wrong now. Source: kernel/kmsg.h (/dev/kmsg, mm/oom_kill.c messages).
 // Under `run` (options.oom_job_uid) only the job's own history counts: another
 // tenant's kill in another cgroup hours ago is not news for this job (issue 16).
 
@@ -11,8 +11,8 @@
 #include <ctime>
 
 #include "core/checks/check.h"
-#include "core/probes/cgroup.h"
-#include "core/probes/kmsg.h"
+#include "core/kernel/cgroup.h"
+#include "core/kernel/kmsg.h"
 #include "core/units.h"
 
 namespace headroom {

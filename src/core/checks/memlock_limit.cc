@@ -13,8 +13,8 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/probes/infiniband.h"
-#include "core/probes/limits.h"
+#include "core/kernel/infiniband.h"
+#include "core/kernel/limits.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -10,8 +10,8 @@
 
 #include <cmath>
 
-#include "core/probes/meminfo.h"
-#include "core/probes/pressure.h"
+#include "core/kernel/meminfo.h"
+#include "core/kernel/pressure.h"
 #include "core/units.h"
 
 namespace headroom {

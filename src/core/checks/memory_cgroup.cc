@@ -1,5 +1,5 @@
 // memory.cgroup: will the job fit under its memory cgroup's limit? Source:
-// probes/cgroup.h (v1 memory.limit_in_bytes / v2 memory.max, usage, the
+// kernel/cgroup.h (v1 memory.limit_in_bytes / v2 memory.max, usage, the
 // oom_kill counter). In a Kubernetes pod a /dev/shm on an emptyDir of medium
 // Memory is tmpfs whose pages are charged to the pod's memory cgroup (and
 // counted by the kubelet for eviction), so the DataLoader's shared memory
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/checks/memory.h"
-#include "core/probes/cgroup.h"
+#include "core/kernel/cgroup.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -1,6 +1,6 @@
 // memory.commit: will the kernel let the job commit and map the memory it
 // needs, however much RAM is free? Three sources, one verdict (the worst):
-// - The overcommit policy (probes/overcommit.h) with CommitLimit and
+// - The overcommit policy (kernel/overcommit.h) with CommitLimit and
 //   Committed_AS of /proc/meminfo. In mode 2 (strict) fork() charges the child
 //   with a copy of the parent's writable private memory, so a big main process
 //   cannot start its DataLoader workers: "OSError: [Errno 12] Cannot allocate
@@ -19,10 +19,10 @@
 
 #include "core/checks/memory.h"
 #include "core/checks/remedy.h"
-#include "core/probes/kernel_tasks.h"
-#include "core/probes/limits.h"
-#include "core/probes/meminfo.h"
-#include "core/probes/overcommit.h"
+#include "core/kernel/kernel_tasks.h"
+#include "core/kernel/limits.h"
+#include "core/kernel/meminfo.h"
+#include "core/kernel/overcommit.h"
 #include "core/units.h"
 
 namespace headroom {

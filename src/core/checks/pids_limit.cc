@@ -24,10 +24,10 @@
 #include <charconv>
 
 #include "core/checks/check.h"
-#include "core/probes/kernel_tasks.h"
-#include "core/probes/limits.h"
-#include "core/probes/pids_cgroup.h"
-#include "core/probes/user_tasks.h"
+#include "core/kernel/kernel_tasks.h"
+#include "core/kernel/limits.h"
+#include "core/kernel/pids_cgroup.h"
+#include "core/kernel/user_tasks.h"
 #include "core/units.h"
 
 namespace headroom {

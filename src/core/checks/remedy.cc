@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/probes/cgroup.h"
-#include "core/probes/meminfo.h"
+#include "core/kernel/cgroup.h"
+#include "core/kernel/meminfo.h"
 #include "core/units.h"
 
 namespace headroom {

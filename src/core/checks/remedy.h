@@ -10,8 +10,8 @@
 
 #include "core/context.h"
 #include "core/finding.h"
-#include "core/probes/mountinfo.h"
-#include "core/probes/runtime.h"
+#include "core/kernel/mountinfo.h"
+#include "core/kernel/runtime.h"
 #include "core/syscalls.h"
 
 namespace headroom {

@@ -16,7 +16,7 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/probes/mountinfo.h"
+#include "core/kernel/mountinfo.h"
 #include "core/units.h"
 
 namespace headroom {

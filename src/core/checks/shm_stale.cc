@@ -14,7 +14,7 @@
 #include <span>
 
 #include "core/checks/check.h"
-#include "core/reclaim/shm_survey.h"
+#include "core/clean/shm_survey.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "core/checks/check.h"
-#include "core/probes/mountinfo.h"
-#include "core/probes/tempdir.h"
+#include "core/kernel/mountinfo.h"
+#include "core/kernel/tempdir.h"
 
 namespace headroom {
 

@@ -1,5 +1,5 @@
 // tmp.space and tmp.socket (tmp.exec is tmp_exec.cc): the temp dir Python's tempfile resolves to
-// (with its silent fallback, see probes/tempdir.h), its room, and whether multiprocessing can make
+// (with its silent fallback, see kernel/tempdir.h), its room, and whether multiprocessing can make
 // its "pymp-XXXXXXXX" dir and bind its Listener's AF_UNIX socket there. What each outcome does to a
 // PyTorch 1.13 job was reproduced in ../shared/corpus (tmp_full): a fallback is silent, no usable
 // candidate makes every DataLoader worker's feeder thread fail with "No usable
@@ -12,7 +12,7 @@
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
 #include "core/checks/tmp.h"
-#include "core/probes/tempdir.h"
+#include "core/kernel/tempdir.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -12,9 +12,9 @@
 
 #include "core/checks/check.h"
 #include "core/checks/remedy.h"
-#include "core/probes/inotify_limits.h"
-#include "core/probes/kmsg.h"
-#include "core/probes/limits.h"
+#include "core/kernel/inotify_limits.h"
+#include "core/kernel/kmsg.h"
+#include "core/kernel/limits.h"
 #include "core/signatures/catalog.h"
 #include "core/signatures/reasoning.h"
 #include "core/units.h"

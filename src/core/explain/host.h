@@ -9,7 +9,7 @@
 #include "core/checks/check.h"
 #include "core/context.h"
 #include "core/finding.h"
-#include "core/probes/runtime.h"
+#include "core/kernel/runtime.h"
 #include "core/signatures/diagnosis.h"
 
 namespace headroom {

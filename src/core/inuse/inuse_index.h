@@ -29,6 +29,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/kernel/sysvipc_shm.h"
 
 namespace headroom {
 
@@ -74,26 +75,6 @@ struct ProcessInfo {
   std::string user;     ///< name from <root>/etc/passwd, or the uid as text
   std::string command;  ///< comm (at most 15 chars)
   std::string cmdline;  ///< argv joined by spaces (may be empty for kernel threads)
-};
-
-/// A System V shared memory segment (/proc/sysvipc/shm).
-struct SysvSegment {
-  std::int64_t key = 0;
-  int shmid = 0;
-  unsigned perms = 0;  ///< octal mode bits
-  std::uint64_t size_bytes = 0;
-  int creator_pid = 0;            ///< cpid
-  int last_pid = 0;               ///< lpid: last shmat/shmdt
-  std::uint64_t attachments = 0;  ///< nattch; 0 means nobody has it attached
-  uid_t uid = 0;
-  gid_t gid = 0;
-  uid_t creator_uid = 0;
-  gid_t creator_gid = 0;
-  std::int64_t attach_time = 0;  ///< atime, seconds since the epoch; 0 = never
-  std::int64_t detach_time = 0;  ///< dtime
-  std::int64_t change_time = 0;  ///< ctime
-  std::uint64_t rss_bytes = 0;   ///< resident (kernel >= 4.1 prints rss/swap)
-  std::uint64_t swap_bytes = 0;
 };
 
 /// Restricts a scan to what the caller needs; the defaults index everything.

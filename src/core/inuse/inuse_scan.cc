@@ -26,12 +26,12 @@
 #include <unordered_set>
 
 #include "core/inuse/inuse_index.h"
-#include "core/inuse/lease_probe.h"
-#include "core/inuse/proc_maps.h"
-#include "core/inuse/sysvipc_shm.h"
 #include "core/inuse/user_names.h"
-#include "core/probes/mountinfo.h"
-#include "core/supervise/proc_pid_status.h"
+#include "core/kernel/mountinfo.h"
+#include "core/kernel/proc_maps.h"
+#include "core/kernel/proc_pid_stat.h"
+#include "core/kernel/proc_pid_status.h"
+#include "core/kernel/sysvipc_shm.h"
 #include "core/unique_fd.h"
 #include "core/walk/dirents.h"
 

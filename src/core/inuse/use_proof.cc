@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "core/inuse/lease_probe.h"
-#include "core/supervise/proc_pid_status.h"
+#include "core/kernel/proc_pid_stat.h"
+#include "core/kernel/proc_pid_status.h"
 
 namespace headroom {
 

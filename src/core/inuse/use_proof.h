@@ -1,7 +1,7 @@
 #pragma once
 // One rule, used by clean, prune, check and watch, for "does anyone use this file?"
 // (docs/safety.md). /proc names the holders it can see; the kernel's lease answer
-// (lease_probe.h) covers the processes it cannot: other users', unreadable ones, those of
+// (Syscalls::write_lease) covers the processes it cannot: other users', unreadable ones, those of
 // pid namespaces around this one. A file is unused only when one of the two proves it:
 //   - a holder is visible in the index (fd, map, cwd, root, exe)      -> in use;
 //   - the kernel refused a write lease (another open or mapping)      -> in use;

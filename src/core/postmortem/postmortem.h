@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/finding.h"
-#include "core/probes/kmsg.h"
+#include "core/kernel/kmsg.h"
+#include "core/signal_names.h"
 #include "core/signatures/diagnosis.h"
-#include "core/supervise/signal_names.h"
 #include "core/supervise/supervisor.h"
 
 namespace headroom {

@@ -11,10 +11,10 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/prune/checkpoints.h"
 #include "core/prune/removal.h"
-#include "core/prune/retention.h"
 #include "core/report/text.h"
+#include "core/series/checkpoints.h"
+#include "core/series/retention.h"
 
 namespace headroom {
 

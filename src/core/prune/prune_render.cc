@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/du/du_render.h"
 #include "core/prune/prune.h"
 #include "core/units.h"
-#include "core/walk/du_render.h"
 
 namespace headroom {
 

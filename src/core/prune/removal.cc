@@ -8,8 +8,8 @@
 #include <memory>
 #include <optional>
 
+#include "core/clean/tree_use.h"
 #include "core/inuse/use_proof.h"
-#include "core/reclaim/tree_use.h"
 #include "core/walk/dirents.h"
 
 namespace headroom {

@@ -12,7 +12,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/prune/checkpoints.h"
+#include "core/series/checkpoints.h"
 
 namespace headroom {
 

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/probes/mountinfo.h"
+#include "core/kernel/mountinfo.h"
 #include "core/sample/sample_probes.h"
 #include "core/units.h"
 

@@ -19,9 +19,9 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/kernel/mount_table.h"
 #include "core/open_files.h"
-#include "core/probes/mount_table.h"
-#include "core/prune/capacity.h"
+#include "core/series/capacity.h"
 
 namespace headroom {
 
@@ -53,7 +53,7 @@ struct FilesystemSample {
   std::uint64_t total_inodes = 0;
   std::uint64_t avail_inodes = 0;
   /// A watched dir's checkpoint series (the one written last), when the checkpoint
-  /// rule is on; see prune/series_space.h.
+  /// rule is on; see series/series_space.h.
   std::optional<SeriesOnDisk> series;
 
   [[nodiscard]] std::uint64_t used_bytes() const {

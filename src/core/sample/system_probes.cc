@@ -1,18 +1,18 @@
 // The per-host probes of a sample: meminfo, PSI, the memory cgroup, vmstat's
 // OOM-kill counter and open fds. Each reuses the probe parser under
-// core/probes/ and only copies the numbers `watch` follows.
+// core/kernel/ and only copies the numbers `watch` follows.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "core/probes/cgroup.h"
-#include "core/probes/file_nr.h"
-#include "core/probes/kmsg.h"
-#include "core/probes/meminfo.h"
-#include "core/probes/pressure.h"
+#include "core/kernel/cgroup.h"
+#include "core/kernel/file_nr.h"
+#include "core/kernel/kmsg.h"
+#include "core/kernel/meminfo.h"
+#include "core/kernel/pressure.h"
+#include "core/kernel/vmstat.h"
 #include "core/sample/sample_probes.h"
-#include "core/sample/vmstat.h"
 
 namespace headroom {
 

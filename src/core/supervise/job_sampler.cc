@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "core/probes/cgroup.h"
+#include "core/kernel/cgroup.h"
+#include "core/signal_names.h"
 #include "core/supervise/signal_free_thread.h"
-#include "core/supervise/signal_names.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <set>
 
-#include "core/probes/limits.h"
-#include "core/supervise/proc_pid_files.h"
+#include "core/kernel/limits.h"
+#include "core/kernel/proc_pid_files.h"
 
 namespace headroom {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/context.h"
-#include "core/supervise/proc_pid_status.h"
+#include "core/kernel/proc_pid_status.h"
 #include "core/supervise/roles.h"
 #include "core/syscalls.h"
 

@@ -203,7 +203,7 @@ TEST(AlertEngine, PsiMustHoldForTheDuration) {
 }
 
 TEST(AlertEngine, CheckpointThatWillNotFit) {
-  // The capacity rule of check and save_checkpoint (prune/capacity.h): 10 MiB
+  // The capacity rule of check and save_checkpoint (series/capacity.h): 10 MiB
   // checkpoints, keep 3, no series on disk yet.
   constexpr std::uint64_t kMib = 1 << 20;
   AlertConfig config;

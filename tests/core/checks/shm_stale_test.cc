@@ -11,8 +11,8 @@
 #include <variant>
 
 #include "core/checks/check.h"
+#include "core/clean/shm_survey.h"
 #include "core/fixture_context.h"
-#include "core/reclaim/shm_survey.h"
 #include "core/unique_fd.h"
 #include "core/units.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/alerts/watch_json.h"
-#include "core/supervise/signal_names.h"
+#include "core/signal_names.h"
 #include "daemon/metrics.h"
 #include "daemon/sinks.h"
 

@@ -1,0 +1,115 @@
+// survey_shm: lists /dev/shm with fstatat relative to one directory fd and
+// joins it with the in-use index of /dev/shm's device.
+
+#include "core/clean/shm_survey.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "core/unique_fd.h"
+
+namespace headroom {
+
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+std::string_view shm_pattern(std::string_view name) {
+  // torch_<pid>_<rand>_<n> (file_system strategy), torch_shm_manager's files.
+  if (starts_with(name, "torch_")) return "torch";
+  if (starts_with(name, "nccl-")) return "nccl";
+  if (starts_with(name, "sem.")) return "sem";  // glibc's POSIX named semaphores
+  if (starts_with(name, "psm_") || starts_with(name, "psm2_")) return "psm";
+  if (starts_with(name, "__KMP_REGISTERED_LIB_")) return "kmp";
+  return "other";
+}
+
+bool ShmEntry::regular() const { return S_ISREG(mode); }
+
+Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouched) {
+  ShmSurvey survey;
+  const std::filesystem::path dir = context.root.dev("shm");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) return fail(Error::from_errno(errno, dir.string()));
+  struct stat dir_info {};
+  ::fstat(dir_fd, &dir_info);
+  survey.dir_id = file_id_of(dir_info);
+
+  const UniqueFd probe_dir(::dup(dir_fd));
+  DIR* stream = ::fdopendir(dir_fd);
+  if (stream == nullptr) {
+    const int saved = errno;
+    ::close(dir_fd);
+    return fail(Error::from_errno(saved, dir.string()));
+  }
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat info {};
+    if (::fstatat(dir_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+    ShmEntry item;
+    item.name = std::string(name);
+    item.id = file_id_of(info);
+    item.uid = info.st_uid;
+    item.mode = info.st_mode;
+    item.size_bytes = static_cast<std::uint64_t>(info.st_size);
+    item.allocated_bytes = static_cast<std::uint64_t>(info.st_blocks) * 512;
+    item.modified = std::chrono::system_clock::from_time_t(info.st_mtim.tv_sec);
+    item.pattern = std::string(shm_pattern(name));
+    survey.entries.push_back(std::move(item));
+  }
+  ::closedir(stream);
+  std::sort(survey.entries.begin(), survey.entries.end(),
+            [](const ShmEntry& a, const ShmEntry& b) { return a.name < b.name; });
+
+  ScanOptions options;
+  options.devices = {survey.dir_id.device};
+  options.include_cwd_root_exe = true;  // a process whose cwd is /dev/shm/dir holds it
+  auto index = scan_in_use(context, options);
+  if (!index) return fail(index.error());
+  survey.index = std::move(*index);
+  survey.visibility = visibility_of(context, survey.index, vouched);
+  for (ShmEntry& entry : survey.entries) {
+    entry.holders = holder_pids(survey.index.holders(entry.id));
+    if (!entry.regular()) continue;
+    const UniqueFd fd = open_for_probe(probe_dir.get(), entry.name.c_str(), entry.id);
+    const int open_errno = fd.ok() ? 0 : errno;
+    const UseAnswer answer =
+        regular_file_use(survey.index, survey.visibility, entry.id, fd.get(), open_errno);
+    entry.use = answer.use;
+    entry.use_why = answer.why;
+  }
+
+  // Unlinked but held: deleted holders on /dev/shm's device, one per inode.
+  std::map<FileId, UnlinkedSegment> unlinked;
+  for (const Holder& holder : survey.index.all()) {
+    if (!holder.deleted || holder.file.device != survey.dir_id.device) continue;
+    UnlinkedSegment& segment = unlinked[holder.file];
+    segment.id = holder.file;
+    segment.path = std::string(holder.original_path());
+    // An fd's stat gives the file size; a mapping only the bytes mapped: keep the larger.
+    segment.size_bytes = std::max(segment.size_bytes, holder.size_bytes);
+    segment.holders.push_back(holder.pid);
+  }
+  for (auto& [id, segment] : unlinked) {
+    std::sort(segment.holders.begin(), segment.holders.end());
+    segment.holders.erase(std::unique(segment.holders.begin(), segment.holders.end()),
+                          segment.holders.end());
+    survey.unlinked.push_back(std::move(segment));
+  }
+  survey.sysv.assign(survey.index.sysv_segments().begin(), survey.index.sysv_segments().end());
+  survey.sysv_error = survey.index.sysv_error();
+  return survey;
+}
+
+}  // namespace headroom

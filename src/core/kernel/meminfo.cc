@@ -1,0 +1,72 @@
+// /proc/meminfo reader; see meminfo.h for the format and its quirks.
+
+#include "core/kernel/meminfo.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/kernel/text.h"
+#include "core/units.h"
+
+namespace headroom {
+
+std::optional<std::uint64_t> Meminfo::field(std::string_view name) const {
+  const auto found = fields.find(name);
+  if (found == fields.end()) return std::nullopt;
+  return found->second;
+}
+
+Result<Meminfo> parse_meminfo(std::string_view text) {
+  Meminfo info;
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    const std::string_view line = next_line(text);
+    ++line_number;
+    if (trim_blanks(line).empty()) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      return fail(Error::parse(fmt::format("meminfo:{}: missing ':'", line_number)));
+    }
+    const std::string_view key = trim_blanks(line.substr(0, colon));
+    std::string_view rest = trim_blanks(line.substr(colon + 1));
+    std::uint64_t value = 0;
+    const auto [next, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (error != std::errc()) {
+      return fail(Error::parse(fmt::format("meminfo:{}: bad value for {}", line_number, key)));
+    }
+    rest = trim_blanks(rest.substr(static_cast<std::size_t>(next - rest.data())));
+    // Only "kB" occurs today; it has always meant KiB.
+    if (rest == "kB") value *= kKiB;
+    info.fields.insert_or_assign(std::string(key), value);
+  }
+  const auto total = info.field("MemTotal");
+  if (!total) return fail(Error::parse("meminfo: no MemTotal line"));
+  info.total_bytes = *total;
+  info.free_bytes = info.field("MemFree").value_or(0);
+  if (const auto available = info.field("MemAvailable")) {
+    info.available_bytes = *available;
+  } else {
+    // Before 3.14 free(1) computed this; it counts unreclaimable cache too.
+    info.available_bytes =
+        info.free_bytes + info.field("Buffers").value_or(0) + info.field("Cached").value_or(0);
+    info.available_estimated = true;
+  }
+  info.swap_total_bytes = info.field("SwapTotal").value_or(0);
+  info.swap_free_bytes = info.field("SwapFree").value_or(0);
+  info.shmem_bytes = info.field("Shmem").value_or(0);
+  return info;
+}
+
+Result<Meminfo> read_meminfo(const Context& context) {
+  const std::filesystem::path path = context.root.proc("meminfo");
+  auto text = context.root.read(path);
+  if (!text) return fail(text.error());
+  auto info = parse_meminfo(*text);
+  if (!info) {
+    return fail(Error::parse(context.root.display(path).string() + ": " + info.error().message));
+  }
+  return info;
+}
+
+}  // namespace headroom

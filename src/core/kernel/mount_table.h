@@ -1,0 +1,32 @@
+#pragma once
+// The mount table kept between samples. /proc/<pid>/mountinfo stays open and
+// poll(2) reports POLLPRI on it after any mount or unmount in the namespace
+// (proc(5), "/proc/pid/mounts"), so a long watch re-reads and re-parses it
+// only then; on a 200-mount Kubernetes node that read is most of a sample. A
+// mountinfo that is not on procfs (a fixture tree) is re-read every time.
+
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/kernel/mountinfo.h"
+#include "core/unique_fd.h"
+
+namespace headroom {
+
+/// The mounts of the context's process, re-read when they changed.
+class MountTable {
+ public:
+  /// The current mounts; valid until the next call.
+  [[nodiscard]] Result<const std::vector<MountEntry>*> current(const Context& context);
+
+ private:
+  [[nodiscard]] bool changed() const;
+
+  UniqueFd fd_;
+  bool pollable_ = false;  ///< on procfs: POLLPRI tells a change
+  bool loaded_ = false;
+  std::vector<MountEntry> mounts_;
+};
+
+}  // namespace headroom

@@ -1,0 +1,63 @@
+#include "core/series/series_space.h"
+
+#include <algorithm>
+
+namespace headroom {
+
+SeriesOnDisk series_on_disk(const CheckpointScan& scan, const RetentionPlan& plan,
+                            std::size_t series) {
+  SeriesOnDisk out;
+  if (series < plan.series.size()) out.name = plan.series[series].name;
+  // plan.items lists each series oldest first.
+  for (auto item = plan.items.rbegin(); item != plan.items.rend(); ++item) {
+    const Checkpoint& checkpoint = scan.checkpoints[item->index];
+    if (item->series == series) {
+      out.members.push_back({checkpoint.tally.disk_bytes, item->complete, item->pinned});
+    } else if (item->series == kNoSeries && item->decision == Decision::kDelete) {
+      out.reclaimable_bytes += checkpoint.tally.disk_bytes;
+    }
+  }
+  return out;
+}
+
+std::optional<std::size_t> active_series(const CheckpointScan& scan, const RetentionPlan& plan) {
+  std::optional<std::size_t> best;
+  std::int64_t newest = 0;
+  for (const PlannedCheckpoint& item : plan.items) {
+    // A name without a step ("old-run.bin", "resnet50.pt") is a file, not a series a
+    // job saves into with retention: saving beside it never removes it.
+    if (item.series == kNoSeries || plan.series[item.series].ordered_by != "step number") {
+      continue;
+    }
+    const std::int64_t mtime = scan.checkpoints[item.index].tally.newest_mtime_ns;
+    if (!best || mtime > newest) {
+      best = item.series;
+      newest = mtime;
+    }
+  }
+  return best;
+}
+
+Result<SeriesOnDisk> read_active_series(const Context& context, const std::filesystem::path& dir) {
+  CheckpointScanOptions options;
+  options.dir = dir;
+  options.settle = std::chrono::milliseconds(0);
+  options.in_use = false;
+  auto scan = scan_checkpoints(context, options);
+  if (!scan) return fail(scan.error());
+  auto plan = plan_retention(scan->checkpoints, RetentionPolicy{});
+  if (!plan) return fail(plan.error());
+  const auto series = active_series(*scan, *plan);
+  if (!series) {
+    SeriesOnDisk none;
+    for (const PlannedCheckpoint& item : plan->items) {
+      if (item.decision == Decision::kDelete) {
+        none.reclaimable_bytes += scan->checkpoints[item.index].tally.disk_bytes;
+      }
+    }
+    return none;
+  }
+  return series_on_disk(*scan, *plan, *series);
+}
+
+}  // namespace headroom

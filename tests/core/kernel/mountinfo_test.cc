@@ -1,0 +1,55 @@
+#include "core/kernel/mountinfo.h"
+
+#include <gtest/gtest.h>
+
+namespace headroom {
+namespace {
+
+// Lines recorded from this machine and from a Docker container with the default --shm-size.
+constexpr std::string_view kMountinfo =
+    "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
+    "24 27 0:6 / /dev rw,relatime - devtmpfs devtmpfs rw,size=12334492k,mode=755\n"
+    "25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24684092k\n"
+    "30 25 0:27 / /dev/shm rw,nosuid,nodev,noexec,relatime shared:5 - tmpfs shm rw,size=65536k\n"
+    "41 27 0:40 / /mnt/with\\040space ro,relatime master:1 - tmpfs tmpfs ro,size=1024k\n";
+
+TEST(ParseMountinfo, ReadsFieldsAndOptionalTags) {
+  auto mounts = parse_mountinfo(kMountinfo);
+  ASSERT_TRUE(mounts) << mounts.error().message;
+  ASSERT_EQ(mounts->size(), 5u);
+  const MountEntry& shm = (*mounts)[3];
+  EXPECT_EQ(shm.mount_id, 30);
+  EXPECT_EQ(shm.parent_id, 25);
+  EXPECT_EQ(shm.mount_point, "/dev/shm");
+  EXPECT_EQ(shm.fstype, "tmpfs");
+  EXPECT_EQ(shm.source, "shm");
+  EXPECT_EQ(shm.option("size"), "65536k");
+  EXPECT_FALSE(shm.option("mode"));
+  EXPECT_FALSE(shm.read_only());
+}
+
+TEST(ParseMountinfo, UnescapesOctalAndSeesReadOnly) {
+  auto mounts = parse_mountinfo(kMountinfo);
+  ASSERT_TRUE(mounts);
+  EXPECT_EQ((*mounts)[4].mount_point, "/mnt/with space");
+  EXPECT_TRUE((*mounts)[4].read_only());
+}
+
+TEST(ParseMountinfo, RejectsTruncatedLinesWithTheLineNumber) {
+  auto mounts = parse_mountinfo("27 1 254:0 / / rw - ext4 /dev/vda rw\n27 1 254:0 /\n");
+  ASSERT_FALSE(mounts);
+  EXPECT_EQ(mounts.error().code, Error::Code::kParse);
+  EXPECT_NE(mounts.error().message.find(":2:"), std::string::npos);
+}
+
+TEST(FindMount, PicksTheLastMountOnTheLongestPrefix) {
+  auto mounts = parse_mountinfo(kMountinfo);
+  ASSERT_TRUE(mounts);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm")->mount_id, 30);  // the later one hides the first
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm/torch_1_2")->mount_id, 30);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shmx")->mount_id, 24);
+  EXPECT_EQ(find_mount(*mounts, "/home/user")->mount_id, 27);
+}
+
+}  // namespace
+}  // namespace headroom
