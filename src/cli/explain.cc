@@ -1,14 +1,14 @@
 // headroom explain: read failed jobs' logs and name the root cause.
 // Exit 0 when a cause was found, 1 when none, 2 when the input or catalog could not be read.
 
+#include "core/explain/explain.h"
+
 #include <unistd.h>
 
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
-#include "core/explain/host.h"
-#include "core/explain/log_reader.h"
 #include "core/explain/render.h"
 #include "core/signatures/analyzer.h"
 #include "core/signatures/catalog.h"
@@ -39,18 +39,11 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
     }
     inputs.emplace_back("-");
   }
-  LogAnalyzer analyzer(*catalog);
-  for (const std::string& input : inputs) {
-    // Evidence names the file only when there are several.
-    const std::string source = inputs.size() > 1 ? input : "";
-    auto fed =
-        input == "-" ? feed_fd(analyzer, STDIN_FILENO, source) : feed_file(analyzer, input, source);
-    if (!fed) return usage_error(fed.error().message);
-  }
-  Diagnosis diagnosis = analyzer.finish();
   const Context context = make_context(globals);
-  const bool confirm = !flags.no_host && diagnosis.verdict() != nullptr;
-  const Conclusion conclusion = conclude(confirm ? &context : nullptr, diagnosis);
+  auto explained = explain_logs(context, *catalog, inputs, !flags.no_host, STDIN_FILENO);
+  if (!explained) return usage_error(explained.error().message);
+  const Diagnosis& diagnosis = explained->diagnosis;
+  const Conclusion& conclusion = explained->conclusion;
   if (globals.json) {
     std::cout << explain_to_json(diagnosis, conclusion.host, conclusion.remedy).dump(2) << "\n";
   } else {

@@ -17,14 +17,12 @@
 #include "cli/check_options.h"
 #include "cli/command.h"
 #include "core/checks/check.h"
-#include "core/explain/host.h"
-#include "core/kernel/kmsg.h"
+#include "core/postmortem/conclude_run.h"
 #include "core/postmortem/postmortem.h"
 #include "core/postmortem/render.h"
 #include "core/report/json.h"
 #include "core/safe_output.h"
 #include "core/signal_names.h"
-#include "core/signatures/analyzer.h"
 #include "core/supervise/sink_writer.h"
 #include "core/supervise/supervisor.h"
 #include "core/units.h"
@@ -91,104 +89,6 @@ bool preflight(const Context& context, const CheckOptions& options, const Global
     if (!globals.json) std::cerr << "headroom: preflight: " << render_finding(finding, style);
   }
   return critical;
-}
-
-const CgroupSample* job_cgroup(const SupervisionResult& run, bool first) {
-  const auto& samples = run.timeline.samples();
-  const CgroupSample* found = nullptr;
-  for (const JobSample& sample : samples) {
-    // A sample taken as the job exits can see the root cgroup of a dead pid.
-    if (sample.host && sample.host->cgroup &&
-        (sample.host->cgroup->path != "/" || sample.host->cgroup->limit_bytes ||
-         found == nullptr)) {
-      found = &*sample.host->cgroup;
-      if (first) return found;
-    }
-  }
-  return found;
-}
-
-// When the job started: the wall time, and the kernel log's next sequence number
-// then (nullopt when the kernel log could not be read).
-struct JobStart {
-  std::chrono::system_clock::time_point time;
-  std::optional<std::uint64_t> kernel_sequence;
-};
-
-// Read just before the job starts: which kernel records are the job's.
-JobStart mark_start(const Context& context) {
-  JobStart start;
-  if (auto kernel_log = read_kmsg(context)) start.kernel_sequence = next_sequence(*kernel_log);
-  start.time = std::chrono::system_clock::now();
-  return start;
-}
-
-PostmortemInput gather(const Context& context, const SupervisionResult& run,
-                       const CheckOptions& options, const JobStart& started) {
-  PostmortemInput input;
-  input.run = &run;
-  if (const CgroupSample* first = job_cgroup(run, true))
-    input.cgroup_oom_kills_before = first->oom_kills;
-  if (const CgroupSample* last = job_cgroup(run, false)) {
-    input.cgroup_path = last->path;
-    input.cgroup_limit_bytes = last->limit_bytes;
-    input.cgroup_oom_kills_after = last->oom_kills;
-    // The counter moves when a worker is killed, often after the last tick: a
-    // sample taken after the end counts only if headroom shares the job's cgroup.
-    if (run.final_host && run.final_host->cgroup && run.final_host->cgroup->path == last->path) {
-      input.cgroup_oom_kills_after = run.final_host->cgroup->oom_kills;
-    }
-  } else {
-    input.could_not_see.push_back("the job's memory cgroup (no cgroup sample)");
-  }
-  auto kernel_log = read_kmsg(context);
-  if (kernel_log) {
-    // The oldest record still in the ring buffer must predate the job, or kills were lost.
-    const auto& records = kernel_log->records;
-    if (started.kernel_sequence) {
-      input.kernel_log_covers_job =
-          records.empty() || records.front().sequence <= *started.kernel_sequence;
-    } else {
-      input.kernel_log_covers_job =
-          kernel_log->boot_time.has_value() &&
-          (records.empty() ||
-           *kernel_log->boot_time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                        records.front().since_boot) <=
-               started.time);
-    }
-    for (OomEvent& event : parse_oom_events(records, kernel_log->boot_time)) {
-      // Only kills during the job: by sequence number, exact (an OOM kill of the
-      // previous job a moment before this one started is not this job's); else by
-      // time, with a second of slack for the kernel's clock.
-      const bool before = started.kernel_sequence
-                              ? event.sequence < *started.kernel_sequence
-                              : event.time && *event.time < started.time - std::chrono::seconds(1);
-      if (!before) input.oom_events.push_back(std::move(event));
-    }
-  } else {
-    input.could_not_see.push_back("kernel log: " + kernel_log.error().message);
-  }
-  if (options.workers > 0 && options.batch_bytes)
-    input.shm_need_bytes = dataloader_shm_need(options);
-  for (const std::string& reason : run.unreadable) {
-    // Probes of a pid that just exited fail too; only missing privileges are blind spots.
-    if (reason.find("Permission denied") != std::string::npos ||
-        reason.find("Operation not permitted") != std::string::npos) {
-      input.could_not_see.push_back(reason);
-    }
-  }
-  return input;
-}
-
-// The captured output for explain: the kept tail, without its first partial
-// line when older output was dropped (line numbers then count from there).
-std::string_view output_for_explain(const SupervisionResult& run) {
-  std::string_view tail = run.output_tail;
-  if (run.output_bytes > tail.size()) {
-    const std::size_t newline = tail.find('\n');
-    tail.remove_prefix(newline == std::string_view::npos ? tail.size() : newline + 1);
-  }
-  return tail;
 }
 
 // Where --report goes: its directory is opened, and the name checked, before the
@@ -265,31 +165,7 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
            const JobStart& started, const std::optional<ReportTarget>& report,
            const Report* preflight_report, SinkWriter& err) {
   if (!globals.json) err.write(output_notices(run, command));
-  PostmortemInput input = gather(context, run, options, started);
-  input.output = output_for_explain(run);
-  // Whether the job ended badly does not depend on its output: decide that
-  // first, and run explain (over the kept tail only) just for a job that did.
-  Postmortem postmortem = build_postmortem(input);
-  Diagnosis diagnosis;
-  if (postmortem.needed) {
-    LogAnalyzer analyzer(catalog);
-    analyzer.feed(input.output);
-    analyzer.note_exit(WIFEXITED(run.wait_status) ? std::optional<int>(WEXITSTATUS(run.wait_status))
-                                                  : std::nullopt,
-                       WIFSIGNALED(run.wait_status) ? std::optional<int>(WTERMSIG(run.wait_status))
-                                                    : std::nullopt);
-    diagnosis = analyzer.finish();
-    input.diagnosis = &diagnosis;
-    postmortem = build_postmortem(input);
-  }
-  if (postmortem.needed && !postmortem.stopped) {
-    // Confirm on the host (kernel log for the pids, /dev/shm, free space of the
-    // named paths) and rebuild with the confirmed diagnosis and its remedies.
-    // With the job's shape (--workers, --batch-bytes, ...): the checks judge this job, and
-    // the post-mortem asks for the /dev/shm size the preflight asked for.
-    input.remedy = conclude(&context, diagnosis, options).remedy;
-    postmortem = build_postmortem(input);
-  }
+  const Postmortem postmortem = conclude_run(context, run, options, started, catalog);
   if (globals.json) {
     err.write(json_document(postmortem, run, command, preflight_report));
   } else if (postmortem.stopped) {
@@ -424,7 +300,7 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
       if (!globals.json) err->write("headroom: " + notice + "\n");
     };
 
-    const JobStart started = mark_start(context);
+    const JobStart started = mark_job_start(context);
     auto run = supervise(context, supervisor, hooks);
     if (!run) {
       const int code = run.error().code == Error::Code::kNotFound           ? 127

@@ -21,6 +21,18 @@ struct Error {
   static Error invalid(std::string message) { return {Code::kInvalidArgument, std::move(message)}; }
 };
 
+/// A part a result could not include, and why: a probe that failed while the rest
+/// worked. Callers filter by `error.code` (kPermissionDenied is a blind spot; kNotFound,
+/// a pid that just exited, is not), never by the message's words.
+struct PartialFailure {
+  std::string what;  ///< what could not be read: "pid 4242 fds", "probe pressure"
+  Error error;       ///< its message names the path: "/proc/4242/fd: Permission denied"
+
+  [[nodiscard]] bool operator==(const PartialFailure& other) const {
+    return error.code == other.error.code && error.message == other.error.message;
+  }
+};
+
 /// An alias so that moving to C++23 std::expected is a one-line change.
 template <typename T>
 using Result = tl::expected<T, Error>;

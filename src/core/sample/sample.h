@@ -124,7 +124,8 @@ struct ProbeStatus {
       probe;  ///< "filesystem", "meminfo", "pressure", "cgroup", "fds", "shm_stale", "vmstat"
   bool success = false;
   double duration_seconds = 0;
-  std::string error;  ///< why it failed, empty on success
+  std::string error;                          ///< why it failed, empty on success
+  Error::Code error_code = Error::Code::kIo;  ///< the kind of failure, when `error` is set
 };
 
 /// Everything measured at one instant. Optional fields are nullopt when their

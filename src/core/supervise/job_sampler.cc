@@ -85,7 +85,9 @@ void JobSampler::tick() {
   auto step = watcher_->step();
   if (step) {
     for (const ProbeStatus& probe : step->sample.probes) {
-      if (!probe.success && !probe.error.empty()) unreadable_.push_back(probe.error);
+      if (!probe.success && !probe.error.empty()) {
+        unreadable_.push_back({"probe " + probe.probe, Error{probe.error_code, probe.error}});
+      }
     }
     for (const AlertEvent& event : step->events) {
       if (hooks_.on_alert) hooks_.on_alert(event);
@@ -95,9 +97,12 @@ void JobSampler::tick() {
     sample.host = std::move(step->sample);
   }
   sample.tree = tree_->sample();
-  for (std::string& reason : sample.tree.unreadable) unreadable_.push_back(std::move(reason));
+  for (PartialFailure& failure : sample.tree.unreadable) unreadable_.push_back(std::move(failure));
   sample.tree.unreadable.clear();
-  std::sort(unreadable_.begin(), unreadable_.end());
+  std::sort(unreadable_.begin(), unreadable_.end(),
+            [](const PartialFailure& a, const PartialFailure& b) {
+              return a.error.message < b.error.message;
+            });
   unreadable_.erase(std::unique(unreadable_.begin(), unreadable_.end()), unreadable_.end());
   if (unreadable_.size() > 32) unreadable_.resize(32);
   timeline_.add(std::move(sample));

@@ -57,7 +57,7 @@ class JobSampler {
   std::uint64_t output_seen_ = 0;                       ///< ring byte count at the last tick
   std::chrono::system_clock::time_point output_moved_;  ///< when that count last changed
   std::optional<bool> quiet_tail_enospc_;               ///< scanned once per quiet period
-  std::vector<std::string> unreadable_;
+  std::vector<PartialFailure> unreadable_;
   std::optional<SupervisionResult::CgroupPeak> cgroup_peak_;
   std::thread thread_;
 };

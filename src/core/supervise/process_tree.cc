@@ -1,6 +1,7 @@
 #include "core/supervise/process_tree.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 
 #include <cctype>
 #include <charconv>
@@ -110,7 +111,7 @@ TreeSample ProcessTreeSampler::sample() {
     if (fds) {
       process.fds = *fds;
     } else {
-      tree.unreadable.push_back(fds.error().message);
+      tree.unreadable.push_back({fmt::format("pid {} fds", identity.pid), fds.error()});
     }
     process.fd_limit = fd_limits_[identity.pid];
     tree.rss_bytes += process.rss_bytes;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/error.h"
 #include "core/kernel/proc_pid_status.h"
 #include "core/supervise/roles.h"
 #include "core/syscalls.h"
@@ -32,10 +33,9 @@ struct ProcessSample {
 struct TreeSample {
   std::chrono::system_clock::time_point time;
   std::vector<ProcessSample> processes;
-  std::uint64_t rss_bytes = 0;    ///< sum over the tree (shared pages counted per process)
-  std::uint64_t shmem_bytes = 0;  ///< sum of RssShmem
-  std::vector<std::string>
-      unreadable;  ///< what could not be read, e.g. "4242/fd: Permission denied"
+  std::uint64_t rss_bytes = 0;             ///< sum over the tree (shared pages counted per process)
+  std::uint64_t shmem_bytes = 0;           ///< sum of RssShmem
+  std::vector<PartialFailure> unreadable;  ///< what could not be read, and why
 };
 
 /// Samples the descendants of one process and remembers every process it saw,

@@ -118,8 +118,8 @@ struct SupervisionResult {
   /// when both are one file): bytes a stalled reader did not take are counted here.
   std::vector<std::pair<std::string, SinkStats>> outputs;
   std::optional<RotatingLogStats> log;
-  std::vector<pid_t> left_running;      ///< processes of the job still alive when headroom returned
-  std::vector<std::string> unreadable;  ///< what sampling could not see (deduplicated)
+  std::vector<pid_t> left_running;  ///< processes of the job still alive when headroom returned
+  std::vector<PartialFailure> unreadable;  ///< what sampling could not see (deduplicated)
 };
 
 /// Runs the job to completion. Errors: the command could not be started.
