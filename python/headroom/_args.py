@@ -38,11 +38,8 @@ def check_seconds(value: Any, name: str, allow_zero: bool = False) -> float:
 
 
 def check_percent(value: Any, name: str) -> float:
-    """A percentage in (0, 100]."""
-    percent = check_number(value, name)
-    if not 0 < percent <= 100:
-        raise ValueError(f"{name} must be in (0, 100], got {value}")
-    return percent
+    """A percentage as a float; its range is the core's rule (core/thresholds.h)."""
+    return check_number(value, name)
 
 
 def check_bool(value: Any, name: str) -> bool:

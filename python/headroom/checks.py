@@ -110,9 +110,7 @@ def check_options(dirs: Dirs = None, *, workers: int = 0, batch_bytes: Optional[
     options.only = resolve_only(only)
     options.warn_percent = check_percent(warn_percent, "warn_percent")
     options.critical_percent = check_percent(critical_percent, "critical_percent")
-    if options.warn_percent > options.critical_percent:
-        raise ValueError(f"warn_percent ({warn_percent}) must not exceed critical_percent "
-                         f"({critical_percent})")
+    options.validate()  # the core's rules (ranges, warn <= critical), as the CLI's
     return options
 
 

@@ -95,11 +95,9 @@ class Monitor:
         interval = check_seconds(interval, "interval")
         check_callable(on_alert, "on_alert")
         keep = check_count(keep, "keep", 1)
+        # Ranges and warn <= critical: the core's rule, checked when the watcher is made.
         warn_percent = check_percent(warn_percent, "warn_percent")
         critical_percent = check_percent(critical_percent, "critical_percent")
-        if warn_percent > critical_percent:
-            raise ValueError(f"warn_percent ({warn_percent}) must not exceed critical_percent "
-                             f"({critical_percent})")
         eta_horizon = check_seconds(eta_horizon, "eta_horizon")
         window = check_seconds(window, "window")
         check_bool(temp_dir, "temp_dir")

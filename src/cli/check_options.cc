@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "core/units.h"
 
@@ -23,6 +25,45 @@ Result<std::optional<std::uint64_t>> optional_size(const std::string& text, std:
   auto size = parse_size(text);
   if (!size) return fail(Error::invalid(fmt::format("{}: {}", flag, size.error().message)));
   return std::optional<std::uint64_t>{*size};
+}
+
+// The core's validation names CheckOptions' fields ("keep must be at least 1"); a user
+// of this CLI typed flags. Words in single quotes are the user's values, left alone.
+Error as_flags(Error error) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"warn_percent", "--warn-percent"},
+      {"critical_percent", "--critical-percent"},
+      {"ranks", "--ranks"},
+      {"prefetch", "--prefetch"},
+      {"workers", "--workers"},
+      {"keep", "--keep"},
+      {"only", "--only"}};
+  const auto is_word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  std::string out;
+  const std::string& text = error.message;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '\'') quoted = !quoted;
+    if (!quoted && (i == 0 || !is_word(text[i - 1]))) {
+      bool replaced = false;
+      for (const auto& [field, flag] : kFlags) {
+        const std::size_t end = i + field.size();
+        if (text.compare(i, field.size(), field) == 0 &&
+            (end == text.size() || !is_word(text[end]))) {
+          out += flag;
+          i = end;
+          replaced = true;
+          break;
+        }
+      }
+      if (replaced) continue;
+    }
+    out += text[i++];
+  }
+  error.message = std::move(out);
+  return error;
 }
 
 }  // namespace
@@ -88,7 +129,7 @@ Result<CheckOptions> to_check_options(const CheckFlags& flags,
   options.warn_percent = flags.warn_percent;
   options.critical_percent = flags.critical_percent;
   options.only = flags.only;
-  if (auto valid = validate(options); !valid) return fail(valid.error());
+  if (auto valid = validate(options); !valid) return fail(as_flags(valid.error()));
   return options;
 }
 

@@ -78,6 +78,9 @@ PYBIND11_MODULE(_headroom, module) {
 
   py::class_<CheckOptions>(module, "CheckOptions", "The job shape the checks run against.")
       .def(py::init<>())
+      .def(
+          "validate", [](const CheckOptions& options) { unwrap(validate(options)); },
+          "Raises ValueError naming the field when the options are out of range.")
       .def_readwrite("dirs", &CheckOptions::dirs)
       .def_readwrite("warn_percent", &CheckOptions::warn_percent)
       .def_readwrite("critical_percent", &CheckOptions::critical_percent)

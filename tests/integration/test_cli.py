@@ -10,7 +10,12 @@ from conftest import HEADROOM
     (["check", "--batch-bytes", "12XB"], "invalid size '12XB'"),
     (["check", "--workers", "-3"], "--workers must not be negative"),
     (["check", "--dir", "/nonexistent/headroom"], "--dir /nonexistent/headroom: No such file"),
-    (["check", "--warn-percent", "120"], "--warn-percent"),
+    (["check", "--warn-percent", "120"], "--warn-percent must be in (0, 100], got 120"),
+    # The core names fields (core/thresholds.h); the CLI says its flags, not in the user's value.
+    (["check", "--warn-percent", "99", "--critical-percent", "90"],
+     "--warn-percent (99) must not exceed --critical-percent (90)"),
+    (["check", "--only", "keep"], "--only: no check named 'keep'"),
+    (["check", "--prefetch", "0", "--workers", "2"], "--prefetch must be at least 1 when --workers"),
     (["frobnicate"], "frobnicate"),
     # A negative count was read as the largest one: `du --top -1` listed everything (issue 16).
     (["du", "--top", "-1", "."], "--top: must not be negative, got -1"),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/thresholds.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -142,12 +143,8 @@ std::string AlertEvent::key() const {
 }
 
 Result<void> validate(const AlertConfig& config) {
-  if (config.warn_percent <= 0 || config.warn_percent > 100) {
-    return fail(Error::invalid("warn_percent must be in (0, 100]"));
-  }
-  if (config.critical_percent < config.warn_percent || config.critical_percent > 100) {
-    return fail(Error::invalid("critical_percent must be in [warn_percent, 100]"));
-  }
+  const PercentThresholds thresholds{config.warn_percent, config.critical_percent};
+  if (auto valid = thresholds.validate(); !valid) return valid;
   if (config.usage_clear_margin < 0 || config.usage_clear_margin >= config.warn_percent) {
     return fail(Error::invalid("usage_clear_margin must be in [0, warn_percent)"));
   }

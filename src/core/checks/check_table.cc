@@ -4,6 +4,7 @@
 #include <array>
 
 #include "core/checks/check.h"
+#include "core/thresholds.h"
 
 namespace headroom {
 
@@ -79,22 +80,14 @@ std::vector<std::string_view> finding_ids() {
 }
 
 Result<void> validate(const CheckOptions& options) {
-  if (options.warn_percent <= 0 || options.warn_percent > 100) {
-    return fail(Error::invalid(
-        fmt::format("--warn-percent must be in (0, 100], got {}", options.warn_percent)));
-  }
-  if (options.critical_percent <= 0 || options.critical_percent > 100) {
-    return fail(Error::invalid(
-        fmt::format("--critical-percent must be in (0, 100], got {}", options.critical_percent)));
-  }
-  if (options.warn_percent > options.critical_percent) {
-    return fail(Error::invalid("--warn-percent must not exceed --critical-percent"));
-  }
-  if (options.ranks == 0) return fail(Error::invalid("--ranks must be at least 1"));
+  // Messages name the fields; the CLI says its flags (cli/check_options.cc).
+  const PercentThresholds thresholds{options.warn_percent, options.critical_percent};
+  if (auto valid = thresholds.validate(); !valid) return valid;
+  if (options.ranks == 0) return fail(Error::invalid("ranks must be at least 1"));
   if (options.prefetch == 0 && options.workers > 0) {
-    return fail(Error::invalid("--prefetch must be at least 1 when --workers is set"));
+    return fail(Error::invalid("prefetch must be at least 1 when workers is set"));
   }
-  if (options.keep == 0) return fail(Error::invalid("--keep must be at least 1"));
+  if (options.keep == 0) return fail(Error::invalid("keep must be at least 1"));
   const std::vector<std::string_view> ids = finding_ids();
   for (const std::string& prefix : options.only) {
     const bool known = std::any_of(ids.begin(), ids.end(), [&](std::string_view id) {
@@ -102,7 +95,7 @@ Result<void> validate(const CheckOptions& options) {
     });
     if (!known) {
       return fail(Error::invalid(
-          fmt::format("--only: no check named '{}' (checks: {})", prefix, fmt::join(ids, ", "))));
+          fmt::format("only: no check named '{}' (checks: {})", prefix, fmt::join(ids, ", "))));
     }
   }
   return {};
