@@ -140,12 +140,16 @@ def test_init_container_checks_the_pods_memory_backed_shm_and_refuses_a_small_on
     assert gate["resources"] == train["resources"]  # memory.cgroup judges the trainer's limit
     # The init container as written, against a tmpfs of sizeLimit at /dev/shm (what the
     # kubelet mounts) and then against the 64 MiB a pod gets without the emptyDir.
-    argv = [HEADROOM] + gate["args"]
+    # The checkpoint volume is a tmpfs in the test's own dir (mkdir /ckpt would be the host's).
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    argv = [HEADROOM] + [str(ckpt) if arg == "/ckpt" else arg for arg in gate["args"]]
+    assert str(ckpt) in argv
     results = {}
     for label, size_mib in (("fits", quantity_mib(shm["sizeLimit"])), ("default", 64)):
         results[label] = in_namespace(f'''
             mount -t tmpfs -o size={size_mib}m,mode=1777 tmpfs /dev/shm
-            mkdir -p /ckpt && mount -t tmpfs -o size=16g tmpfs /ckpt
+            mount -t tmpfs -o size=16g tmpfs {shlex.quote(str(ckpt))}
             {shlex.join(argv)}
         ''', env={"NO_COLOR": "1"})
     fits, default = results["fits"], results["default"]

@@ -80,8 +80,9 @@ def test_bash_completes_commands_flags_and_choices_from_the_help(generated: Path
     assert bash_complete(generated, "headroom-watch", "--onc") == ["--once"]
 
 
-def zsh_complete(generated: Path, line: str, scratch: Path) -> str:
-    """Types LINE and TAB into an interactive zsh (zpty) with the completion on fpath."""
+def zsh_complete(generated: Path, line: str, expected: str, scratch: Path) -> str:
+    """Types LINE and TAB into an interactive zsh (zpty) with the completion on fpath;
+    returns what the terminal showed once it shows EXPECTED (or after 20 s)."""
     if shutil.which("zsh") is None:
         pytest.fail("zsh is missing: run scripts/install-deps")
     script = scratch / "complete.zsh"
@@ -90,19 +91,22 @@ zmodload zsh/zpty
 zpty z zsh -f -i
 zpty -w z "fpath=($1 \$fpath); autoload -U compinit; compinit -u -D; PS1='%% '"
 zpty -w -n z "$2"$'\t'
-sleep 1
 out=''
-while zpty -r -t z chunk; do out+=$chunk; done
+for i in {1..100}; do
+  while zpty -r -t z chunk; do out+=$chunk; done
+  [[ ${out//$'\e'\[[0-9;?]#[A-Za-z]/} == *"$3"* ]] && break
+  sleep 0.2
+done
 print -r -- "$out"
 ''')
-    result = subprocess.run(["zsh", "-f", str(script), str(generated / "zsh"), line],
-                            capture_output=True, text=True, timeout=30,
+    result = subprocess.run(["zsh", "-f", str(script), str(generated / "zsh"), line, expected],
+                            capture_output=True, text=True, timeout=60,
                             env={"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TERM": "dumb"})
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|.\x08|\r", "", result.stdout)
 
 
 def test_zsh_completes_a_command_and_a_flags_choices(generated: Path, tmp_path: Path):
     assert subprocess.run(["zsh", "-n", str(generated / "zsh" / "_headroom")]).returncode == 0
-    assert "headroom clean " in zsh_complete(generated, "headroom cl", tmp_path)
-    assert "headroom check --fail-on critical" in zsh_complete(
-        generated, "headroom check --fail-on cr", tmp_path)
+    for line, expected in (("headroom cl", "headroom clean "),
+                           ("headroom check --fail-on cr", "headroom check --fail-on critical")):
+        assert expected in zsh_complete(generated, line, expected, tmp_path)
