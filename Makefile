@@ -1,6 +1,6 @@
 # The README's commands. `make run` sets up everything and runs `headroom check`
 # on this host; `make test` sets up everything and runs every test suite.
-.PHONY: deps build run install test unit integration pytest promtool asan asan-build bench format format-check tidy clean
+.PHONY: deps build build-cli run deb test-deb test-image install test unit integration pytest promtool asan asan-build bench format format-check tidy clean
 
 JOBS ?= $(shell nproc)
 BUILD := build/dev
@@ -19,8 +19,38 @@ build: deps
 	  site=$$($(PYTHON) -c 'import site; print(site.getsitepackages()[0])') && \
 	  mkdir -p "$$site" && echo "$(abspath python)" > "$$site/headroom.pth"; fi
 
-run: build
+# What `headroom check` needs and no more: the CLI alone, not the tests, the Python
+# module nor headroom-watch's lean copy of the core (README: minutes on 2 cores).
+build-cli: deps
+	cmake --preset dev >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target headroom
+
+run: build-cli
 	$(HEADROOM) check
+
+# The Debian package, dist/headroom_<version>_<arch>.deb (docs/packaging.md): a
+# Release build without tests (the `deb` preset, build/deb), man pages and
+# completions generated from the CLI's --help, and CPack. ccache when installed.
+DEB_BUILD := build/deb
+deb:
+	scripts/install-deps deb
+	cmake --preset deb $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) >/dev/null
+	cmake --build $(DEB_BUILD) -j $(JOBS)
+	rm -f dist/headroom_*.deb
+	cd $(DEB_BUILD) && cpack -G DEB >/dev/null
+	@ls dist/headroom_*.deb
+
+# Installs the package into a bare Debian 12 root (debootstrap, cached in
+# build/deb-root) and runs it there; lintian's tags against docs/packaging.md.
+test-deb: deb
+	scripts/install-deps test-deb
+	tests/deb/run
+
+# deploy/container/Containerfile built with podman from that package, and its
+# entrypoint run (docs/kubernetes.md).
+test-image: deb
+	scripts/install-deps test-image
+	tests/deb/image
 
 # headroom and headroom-watch (the watch daemon alone, which `headroom watch`
 # runs) into $(PREFIX)/bin, where deploy/systemd expects them.
