@@ -1,6 +1,6 @@
 # The README's commands. `make run` sets up everything and runs `headroom check`
 # on this host; `make test` sets up everything and runs every test suite.
-.PHONY: deps build build-cli run deb test-deb test-image install test unit integration pytest promtool asan asan-build bench format format-check tidy clean
+.PHONY: deps build build-cli run deb test-deb test-image install test unit integration pytest promtool test-slurm asan asan-build bench format format-check tidy clean
 
 JOBS ?= $(shell nproc)
 BUILD := build/dev
@@ -72,6 +72,12 @@ pytest: build
 
 promtool: deps
 	tests/promtool/run
+
+# deploy/slurm's prolog, epilog, task prolog and health check in a real one-node Slurm
+# (Debian's slurmctld, slurmd and munge, installed by the script) in private namespaces;
+# root only. docs/slurm.md.
+test-slurm: build
+	tests/slurm/run $(abspath $(HEADROOM))
 
 # The unit tests under ASan+UBSan: only their binary is built (the CLI is not
 # run here; the dev build's integration tests run it).

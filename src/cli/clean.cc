@@ -8,8 +8,10 @@
 #include "core/clean/clean.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -57,6 +59,7 @@ struct CleanCommand {
   bool tmp = false;
   std::string older_than;
   bool all_users = false;
+  std::string user;
   bool yes = false;
   std::string audit_log;
   std::string tmp_dir;
@@ -73,6 +76,18 @@ std::filesystem::path default_audit_log(const Context& context) {
   if (auto home = context.env("HOME"))
     return std::filesystem::path(*home) / ".local/state/headroom/clean.log";
   return "";
+}
+
+// --user: a uid, or a login name as the system's NSS knows it (LDAP and sssd users included,
+// as on most clusters).
+Result<uid_t> parse_user(const std::string& text) {
+  uid_t uid = 0;
+  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), uid);
+  if (!text.empty() && parsed.ec == std::errc() && parsed.ptr == text.data() + text.size()) {
+    return uid;
+  }
+  if (const passwd* entry = ::getpwnam(text.c_str()); entry != nullptr) return entry->pw_uid;
+  return fail(Error::invalid(fmt::format("--user: no user '{}'", text)));
 }
 
 nlohmann::ordered_json item_json(const CleanItem& item) {
@@ -146,6 +161,9 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
   app.add_option("--older-than", command->older_than,
                  "only entries unmodified this long (tmp default 1d; shm: any age)");
   app.add_flag("--all-users", command->all_users, "everybody's files, not only yours (root only)");
+  app.add_option("--user", command->user,
+                 "USER|UID: that user's files instead of yours (root only; a Slurm epilog "
+                 "cleans up after the job's owner)");
   app.add_flag("--yes", command->yes, "remove (default: print the plan only)");
   app.add_option("--ignore-unreadable", command->ignore_unreadable,
                  "PID,... : processes that cannot be inspected but that you know use nothing in "
@@ -162,6 +180,11 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
     options.tmp = command->tmp;
     options.all_users = command->all_users;
     options.ignore_unreadable = command->ignore_unreadable;
+    if (!command->user.empty()) {
+      auto uid = parse_user(command->user);
+      if (!uid) return usage_error(uid.error().message);
+      options.user = *uid;
+    }
     if (!command->older_than.empty()) {
       auto duration = parse_duration(command->older_than);
       if (!duration) return usage_error("--older-than: " + duration.error().message);

@@ -90,6 +90,17 @@ fi
 for file in prometheus/headroom.rules.yml alertmanager/alertmanager.yml kubernetes/daemonset.yaml; do
   [ -f "$root/usr/share/headroom/$file" ] || fail "missing /usr/share/headroom/$file"
 done
+# The Slurm hooks where docs/slurm.md's slurm.conf lines point; the prolog finds its
+# shared functions beside it and says how to use it when Slurm did not start it.
+for hook in headroom-prolog headroom-epilog headroom-task-prolog headroom-healthcheck; do
+  [ -x "$root/usr/lib/headroom/slurm/$hook" ] || fail "missing /usr/lib/headroom/slurm/$hook"
+done
+if out=$(in_root bash -n /usr/lib/headroom/slurm/headroom-prolog 2>&1) &&
+    [ -f "$root/usr/lib/headroom/slurm/headroom-slurm.sh" ]; then
+  pass "Slurm hooks in /usr/lib/headroom/slurm"
+else
+  fail "Slurm hooks: $out"
+fi
 
 # Tools a Debian host has but headroom does not depend on: man and bash-completion.
 if ! in_root apt-get install -y -qq --no-install-recommends man-db bash-completion \

@@ -223,3 +223,47 @@ def test_a_user_who_is_not_root_cleans_own_segments_even_where_processes_are_unr
     zero = parts["zero"]
     assert zero.rstrip().endswith("rc=2"), zero
     assert "--ignore-unreadable: 0 is not a pid" in result.stderr
+
+
+BY_USER = r'''
+mount -t tmpfs -o size=16m,mode=1777 tmpfs /dev/shm
+for owner in 65534 0; do
+  head -c 4096 /dev/zero > /dev/shm/nccl-stale-$owner && chown $owner:$owner /dev/shm/nccl-stale-$owner
+done
+head -c 8192 /dev/zero > /dev/shm/torch_held && chown 65534:65534 /dev/shm/torch_held
+$PY -c "
+import mmap, os, time
+fd = os.open('/dev/shm/torch_held', os.O_RDWR); m = mmap.mmap(fd, 8192); os.close(fd)
+print('MAPPED', flush=True); time.sleep(600)" > /dev/shm/mapper.out &
+held=$!
+for _ in $(seq 50); do grep -q MAPPED /dev/shm/mapper.out && break; sleep 0.1; done
+echo "=== apply"; "$HEADROOM" clean --shm --user nobody --yes --grace 0 --audit-log /dev/shm/audit.log || echo "rc=$?"
+echo "=== left"; ls -A /dev/shm
+echo "=== unknown"; "$HEADROOM" clean --shm --user no-such-user-hr || echo "rc=$?"
+echo "=== both"; "$HEADROOM" clean --shm --user 65534 --all-users || echo "rc=$?"
+echo "=== not-root"; setpriv --reuid 65534 --regid 65534 --clear-groups "$HEADROOM" clean --shm --user 0 || echo "rc=$?"
+kill -9 $held
+'''
+
+
+def test_root_cleans_one_users_stale_segments_with_user(scratch):
+    """`clean --user nobody` as root (a Slurm epilog after nobody's job): nobody's stale
+    segment goes; nobody's mapped segment and root's stale one stay; bad uses exit 2."""
+    require_root()
+    env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON)
+    result = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "bash", "-eu", "-c", BY_USER],
+        capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    parts = dict(part.split("\n", 1) for part in result.stdout.split("=== ")[1:])
+    applied = parts["apply"]
+    assert "rc=" not in applied and "removed 1 item" in applied, applied
+    assert "/dev/shm/nccl-stale-65534" in applied, applied
+    left = parts["left"].split()
+    assert "nccl-stale-65534" not in left
+    assert "torch_held" in left and "nccl-stale-0" in left, left
+    for part in ("unknown", "both", "not-root"):
+        assert parts[part].rstrip().endswith("rc=2"), (part, parts[part])
+    assert "--user: no user 'no-such-user-hr'" in result.stderr
+    assert "--user and --all-users exclude each other" in result.stderr
+    assert "--user needs root" in result.stderr

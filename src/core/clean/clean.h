@@ -30,7 +30,10 @@ struct CleanOptions {
   bool tmp = false;  ///< old unused entries of tmp_dir
   /// Minimum age (since last modification). tmp: default 1 day; shm: none by default.
   std::optional<std::chrono::seconds> older_than;
-  bool all_users = false;                  ///< root only: everybody's files
+  bool all_users = false;  ///< root only: everybody's files
+  /// Root only: this uid's files, not the caller's (a Slurm epilog cleans up after the job's
+  /// owner). Cannot be combined with all_users.
+  std::optional<uid_t> user;
   std::filesystem::path tmp_dir = "/tmp";  ///< host path, resolved by the front end
   /// tmp_dir was named with --tmp-dir: it need not be sticky and world-writable (it still
   /// may not be a system directory).
@@ -97,7 +100,12 @@ struct CleanResult {
   bool interrupted = false;  // should_stop said stop: the rest were not touched
 };
 
-/// Validates options against the caller (all_users needs uid 0, a target is chosen).
+/// Whether `owner`'s files are cleaned by `caller` with these options (all_users, user, or
+/// the caller's own); applied to every entry at every depth.
+[[nodiscard]] bool cleans_owner(const CleanOptions& options, uid_t caller, uid_t owner);
+
+/// Validates options against the caller (all_users and user need uid 0, a target is
+/// chosen).
 [[nodiscard]] Result<void> validate(const CleanOptions& options, const Context& context);
 /// Surveys /dev/shm, SysV shm and the temp dir; removes nothing.
 [[nodiscard]] Result<CleanPlan> plan_clean(const Context& context, const CleanOptions& options);

@@ -55,7 +55,7 @@ class Planner {
   }
 
  private:
-  bool owner_ok(uid_t uid) const { return options_.all_users || uid == euid_; }
+  bool owner_ok(uid_t uid) const { return cleans_owner(options_, euid_, uid); }
 
   void keep(const std::filesystem::path& path, std::string reason, std::uint64_t bytes = 0) {
     plan_.kept.push_back({path, std::move(reason), bytes});
@@ -272,11 +272,21 @@ std::string_view to_string(CleanKind kind) {
   return "shm_file";
 }
 
+bool cleans_owner(const CleanOptions& options, uid_t caller, uid_t owner) {
+  if (options.all_users) return true;
+  return owner == options.user.value_or(caller);
+}
+
 Result<void> validate(const CleanOptions& options, const Context& context) {
   if (!options.shm && !options.tmp)
     return fail(Error::invalid("choose what to clean: --shm and/or --tmp"));
   if (options.all_users && context.syscalls->effective_uid() != 0) {
     return fail(Error::invalid("--all-users needs root"));
+  }
+  if (options.user) {
+    if (options.all_users) return fail(Error::invalid("--user and --all-users exclude each other"));
+    const uid_t caller = context.syscalls->effective_uid();
+    if (caller != 0 && *options.user != caller) return fail(Error::invalid("--user needs root"));
   }
   if (options.grace.count() < 0) return fail(Error::invalid("--grace must not be negative"));
   for (int pid : options.ignore_unreadable) {

@@ -194,5 +194,37 @@ TEST(ProtectedTmpName, CoversSystemSocketDirsAndPrivateTmp) {
   }
 }
 
+TEST_F(CleanPlanTest, UserTakesThatOwnersFilesAtEveryDepthInsteadOfTheCallers) {
+  make("alice-dir/results.csv", 3 * 24h, 1000);
+  make("alice-dir", 3 * 24h, 1000, true);
+  make("alice-mixed/root-file", 3 * 24h, 0);
+  make("alice-mixed", 3 * 24h, 1000, true);
+  CleanOptions options = tmp_options();
+  options.user = 1000;
+  const CleanPlan result = plan(options);
+  EXPECT_EQ(planned(result), (std::vector<std::string>{"alice-dir", "alice-old"}));
+  EXPECT_EQ(kept_reason(result, "alice-mixed"),
+            "root-file: belongs to 0 (use --all-users as root)");
+  EXPECT_EQ(kept_reason(result, "old-file"), "<not kept>");  // root's own: not even listed
+}
+
+TEST_F(CleanPlanTest, UserNeedsRootForAnotherUserAndExcludesAllUsers) {
+  CleanOptions options = tmp_options();
+  options.user = 1000;
+  options.all_users = true;
+  const Context context = root_.context(syscalls_);
+  auto valid = validate(options, context);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().message, "--user and --all-users exclude each other");
+  options.all_users = false;
+  syscalls_.uid_ = 1001;
+  valid = validate(options, context);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().message, "--user needs root");
+  syscalls_.uid_ = 1000;  // naming yourself is allowed, and the same as not naming anyone
+  EXPECT_TRUE(validate(options, context));
+  EXPECT_EQ(planned(plan(options)), (std::vector<std::string>{"alice-old"}));
+}
+
 }  // namespace
 }  // namespace headroom
