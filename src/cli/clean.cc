@@ -15,9 +15,9 @@
 #include <csignal>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/clean/render.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -67,19 +67,8 @@ struct CleanCommand {
   std::vector<int> ignore_unreadable;
 };
 
-// $XDG_STATE_HOME/headroom/clean.log, ~/.local/state/headroom/clean.log, or for root
-// /var/log/headroom/clean.log.
-std::filesystem::path default_audit_log(const Context& context) {
-  if (context.syscalls->effective_uid() == 0) return "/var/log/headroom/clean.log";
-  if (auto state = context.env("XDG_STATE_HOME"))
-    return std::filesystem::path(*state) / "headroom/clean.log";
-  if (auto home = context.env("HOME"))
-    return std::filesystem::path(*home) / ".local/state/headroom/clean.log";
-  return "";
-}
-
-// --user: a uid, or a login name as the system's NSS knows it (LDAP and sssd users included,
-// as on most clusters).
+// --user: a uid, or a name as the system's user database knows it (NSS: LDAP and sssd
+// users too).
 Result<uid_t> parse_user(const std::string& text) {
   uid_t uid = 0;
   const auto parsed = std::from_chars(text.data(), text.data() + text.size(), uid);
@@ -88,60 +77,6 @@ Result<uid_t> parse_user(const std::string& text) {
   }
   if (const passwd* entry = ::getpwnam(text.c_str()); entry != nullptr) return entry->pw_uid;
   return fail(Error::invalid(fmt::format("--user: no user '{}'", text)));
-}
-
-nlohmann::ordered_json item_json(const CleanItem& item) {
-  nlohmann::ordered_json out;
-  out["kind"] = std::string(to_string(item.kind));
-  out["path"] = item.path.string();
-  out["bytes"] = item.bytes;
-  if (item.kind == CleanKind::kTmpDir) out["files"] = item.files;
-  out["age_seconds"] = item.age.count();
-  out["owner"] = item.owner;
-  out["uid"] = item.uid;
-  out["why_safe"] = item.why_safe;
-  return out;
-}
-
-nlohmann::ordered_json kept_json(const std::vector<KeptItem>& kept) {
-  auto out = nlohmann::ordered_json::array();
-  for (const KeptItem& item : kept) {
-    out.push_back({{"path", item.path.string()}, {"reason", item.reason}, {"bytes", item.bytes}});
-  }
-  return out;
-}
-
-void print_items(const std::vector<CleanItem>& items) {
-  for (const CleanItem& item : items) {
-    std::cout << fmt::format(
-        "  {:>10}  {:>8}  {:<10} {}{}\n      {}\n", format_bytes(item.bytes),
-        format_duration(item.age), item.owner, item.path.string(),
-        item.kind == CleanKind::kTmpDir ? fmt::format("/ ({} entries)", item.files) : "",
-        item.why_safe);
-  }
-}
-
-// Why some entries could not be proven unused, and the two ways forward.
-void print_visibility(const CleanPlan& plan) {
-  if (plan.blocking_pids.empty() && plan.visibility_note.empty()) return;
-  std::cout << "Kept because not every process could be seen: " << plan.visibility_note << "\n";
-  if (!plan.blocking_pids.empty()) {
-    std::string pids;
-    for (int pid : plan.blocking_pids) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
-    std::cout << "  run as root, or if you are sure they use nothing there: --ignore-unreadable "
-              << pids << "\n";
-  }
-}
-
-void print_kept(const std::vector<KeptItem>& kept, bool verbose, std::string_view verb) {
-  if (kept.empty()) return;
-  std::cout << fmt::format("{} {} item{}:\n", verb, kept.size(), kept.size() == 1 ? "" : "s");
-  const std::size_t shown = verbose ? kept.size() : std::min<std::size_t>(kept.size(), 20);
-  for (std::size_t i = 0; i < shown; ++i) {
-    std::cout << fmt::format("  {}: {}\n", kept[i].path.string(), kept[i].reason);
-  }
-  if (shown < kept.size())
-    std::cout << fmt::format("  ... {} more (-v shows all)\n", kept.size() - shown);
 }
 
 }  // namespace
@@ -211,24 +146,9 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
     const bool verbose = globals.verbose;
     if (!command->yes) {
       if (globals.json) {
-        nlohmann::ordered_json out;
-        out["mode"] = "plan";
-        out["items"] = nlohmann::ordered_json::array();
-        for (const CleanItem& item : plan->items) out["items"].push_back(item_json(item));
-        out["total_bytes"] = plan->total_bytes;
-        out["kept"] = kept_json(plan->kept);
-        out["processes_scanned"] = plan->processes_scanned;
-        out["unreadable_pids"] = plan->unreadable_pids;
-        out["blocking_pids"] = plan->blocking_pids;
-        out["visibility_note"] = plan->visibility_note;
-        std::cout << out.dump(2) << "\n";
+        std::cout << clean_plan_to_json(*plan).dump(2) << "\n";
       } else {
-        std::cout << fmt::format("Would free {} in {} item{}{}\n", format_bytes(plan->total_bytes),
-                                 plan->items.size(), plan->items.size() == 1 ? "" : "s",
-                                 plan->items.empty() ? "" : " (run again with --yes to remove):");
-        print_items(plan->items);
-        print_kept(plan->kept, verbose, "Keeping");
-        print_visibility(*plan);
+        std::cout << render_clean_plan(*plan, verbose);
       }
       return plan->blocking_pids.empty() ? static_cast<int>(kExitOk)
                                          : static_cast<int>(kExitFindings);
@@ -240,32 +160,9 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
     const CleanResult result =
         apply_clean(context, options, *plan, [&deferred] { return deferred.pending(); });
     if (globals.json) {
-      nlohmann::ordered_json out;
-      out["mode"] = "apply";
-      out["removed"] = nlohmann::ordered_json::array();
-      for (const CleanItem& item : result.removed) out["removed"].push_back(item_json(item));
-      out["freed_bytes"] = result.freed_bytes;
-      out["skipped"] = kept_json(result.skipped);
-      out["kept"] = kept_json(plan->kept);
-      out["audit_log"] = options.audit_log.string();
-      out["audit_errors"] = result.audit_errors;
-      out["blocking_pids"] = plan->blocking_pids;
-      out["visibility_note"] = plan->visibility_note;
-      out["interrupted"] = result.interrupted;
-      std::cout << out.dump(2) << "\n";
+      std::cout << clean_result_to_json(result, *plan, options).dump(2) << "\n";
     } else {
-      if (result.interrupted) {
-        std::cout << "Interrupted: finished the items under way, left the rest untouched\n";
-      }
-      std::cout << fmt::format("Freed {}: removed {} item{}, skipped {}\n",
-                               format_bytes(result.freed_bytes), result.removed.size(),
-                               result.removed.size() == 1 ? "" : "s", result.skipped.size());
-      print_items(result.removed);
-      print_kept(result.skipped, true, "Skipped at the re-check");
-      print_visibility(*plan);
-      if (!result.removed.empty() && !options.audit_log.empty()) {
-        std::cout << "audit log: " << options.audit_log.string() << "\n";
-      }
+      std::cout << render_clean_result(result, *plan, options);
       for (const std::string& error : result.audit_errors)
         std::cerr << "headroom: audit log: " << error << "\n";
     }
