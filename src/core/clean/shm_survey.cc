@@ -36,42 +36,94 @@ std::string_view shm_pattern(std::string_view name) {
 
 bool ShmEntry::regular() const { return S_ISREG(mode); }
 
-Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouched) {
-  ShmSurvey survey;
-  const std::filesystem::path dir = context.root.dev("shm");
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dir_fd < 0) return fail(Error::from_errno(errno, dir.string()));
-  struct stat dir_info {};
-  ::fstat(dir_fd, &dir_info);
-  survey.dir_id = file_id_of(dir_info);
+namespace {
 
-  const UniqueFd probe_dir(::dup(dir_fd));
+constexpr int kMaxDepth = 16;  // /dev/shm holds flat names; a deeper tree is not followed
+
+// Appends the entries of the directory open at `dir_fd` (taken) to `out`, names prefixed.
+void list_dir(int dir_fd, const std::string& prefix, const ShmListing& listing, int depth,
+              std::vector<ShmEntry>& out) {
   DIR* stream = ::fdopendir(dir_fd);
   if (stream == nullptr) {
-    const int saved = errno;
     ::close(dir_fd);
-    return fail(Error::from_errno(saved, dir.string()));
+    return;
   }
   while (const dirent* entry = ::readdir(stream)) {
     const std::string_view name = entry->d_name;
     if (name == "." || name == "..") continue;
     struct stat info {};
     if (::fstatat(dir_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+    if (listing.recursive && S_ISDIR(info.st_mode) && depth < kMaxDepth) {
+      const int child =
+          ::openat(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child >= 0) list_dir(child, prefix + std::string(name) + "/", listing, depth + 1, out);
+    }
+    if (listing.regular_only && !S_ISREG(info.st_mode)) continue;
+    if (S_ISREG(info.st_mode) && listing.min_age.count() > 0 &&
+        std::chrono::system_clock::to_time_t(listing.now) - info.st_mtime <
+            listing.min_age.count()) {
+      continue;
+    }
     ShmEntry item;
-    item.name = std::string(name);
+    item.name = prefix + std::string(name);
     item.id = file_id_of(info);
     item.uid = info.st_uid;
     item.mode = info.st_mode;
     item.size_bytes = static_cast<std::uint64_t>(info.st_size);
+    // tmpfs files are often sparse: count the pages they hold, not st_size.
     item.allocated_bytes = static_cast<std::uint64_t>(info.st_blocks) * 512;
     item.modified = std::chrono::system_clock::from_time_t(info.st_mtim.tv_sec);
     item.pattern = std::string(shm_pattern(name));
-    survey.entries.push_back(std::move(item));
+    out.push_back(std::move(item));
   }
   ::closedir(stream);
-  std::sort(survey.entries.begin(), survey.entries.end(),
-            [](const ShmEntry& a, const ShmEntry& b) { return a.name < b.name; });
+}
 
+}  // namespace
+
+Result<std::vector<ShmEntry>> list_shm(const Context& context, const ShmListing& listing,
+                                       FileId* dir_id) {
+  const std::filesystem::path dir = context.root.dev("shm");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) return fail(Error::from_errno(errno, dir.string()));
+  struct stat dir_info {};
+  if (::fstat(dir_fd, &dir_info) != 0) {
+    const int saved = errno;
+    ::close(dir_fd);
+    return fail(Error::from_errno(saved, dir.string()));
+  }
+  if (dir_id != nullptr) *dir_id = file_id_of(dir_info);
+  std::vector<ShmEntry> entries;
+  list_dir(dir_fd, "", listing, 0, entries);
+  std::sort(entries.begin(), entries.end(),
+            [](const ShmEntry& a, const ShmEntry& b) { return a.name < b.name; });
+  return entries;
+}
+
+void judge_shm_use(const Context& context, const InUseIndex& index, const Visibility& visibility,
+                   LeaseWhen lease, std::vector<ShmEntry>& entries) {
+  const std::filesystem::path dir = context.root.dev("shm");
+  const UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  for (ShmEntry& entry : entries) {
+    entry.holders = holder_pids(index.holders(entry.id));
+    if (!entry.regular()) continue;
+    UniqueFd fd;
+    int open_errno = 0;
+    if (lease == LeaseWhen::kAlways || (!visibility.complete() && entry.holders.empty())) {
+      fd = open_for_probe(dir_fd.get(), entry.name.c_str(), entry.id);
+      if (!fd.ok()) open_errno = errno;
+    }
+    const UseAnswer answer = regular_file_use(index, visibility, entry.id, fd.get(), open_errno);
+    entry.use = answer.use;
+    entry.use_why = answer.why;
+  }
+}
+
+Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouched) {
+  ShmSurvey survey;
+  auto entries = list_shm(context, ShmListing{}, &survey.dir_id);
+  if (!entries) return fail(entries.error());
+  survey.entries = std::move(*entries);
   ScanOptions options;
   options.devices = {survey.dir_id.device};
   options.include_cwd_root_exe = true;  // a process whose cwd is /dev/shm/dir holds it
@@ -79,16 +131,7 @@ Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouche
   if (!index) return fail(index.error());
   survey.index = std::move(*index);
   survey.visibility = visibility_of(context, survey.index, vouched);
-  for (ShmEntry& entry : survey.entries) {
-    entry.holders = holder_pids(survey.index.holders(entry.id));
-    if (!entry.regular()) continue;
-    const UniqueFd fd = open_for_probe(probe_dir.get(), entry.name.c_str(), entry.id);
-    const int open_errno = fd.ok() ? 0 : errno;
-    const UseAnswer answer =
-        regular_file_use(survey.index, survey.visibility, entry.id, fd.get(), open_errno);
-    entry.use = answer.use;
-    entry.use_why = answer.why;
-  }
+  judge_shm_use(context, survey.index, survey.visibility, LeaseWhen::kAlways, survey.entries);
 
   // Unlinked but held: deleted holders on /dev/shm's device, one per inode.
   std::map<FileId, UnlinkedSegment> unlinked;

@@ -51,6 +51,33 @@ struct UnlinkedSegment {
   std::vector<int> holders;
 };
 
+/// Which of /dev/shm's entries a listing returns. check and clean look at the entries
+/// directly in it (what clean removes); watch counts every regular file below it old
+/// enough to be stale (what fills the tmpfs, seen every sample).
+struct ShmListing {
+  bool recursive = false;     ///< also what is inside its directories ("dir/file" names)
+  bool regular_only = false;  ///< only regular files (what can be stale)
+  /// Leave out regular files modified less than this long before `now`.
+  std::chrono::seconds min_age{0};
+  std::chrono::system_clock::time_point now;
+};
+
+/// Lists /dev/shm under the root prefix with fstatat relative to directory fds, never
+/// following a symlink; sorted by name. `dir_id`: /dev/shm itself, when given.
+[[nodiscard]] Result<std::vector<ShmEntry>> list_shm(const Context& context,
+                                                     const ShmListing& listing,
+                                                     FileId* dir_id = nullptr);
+
+/// When a regular entry needs the kernel's lease to be judged (use_proof.h): always (check,
+/// clean: they act on the answer), or only when the scan could not see every process (watch:
+/// a daemon that sees everyone takes no lease every rescan).
+enum class LeaseWhen { kAlways, kOnlyWhenUnseen };
+
+/// Decides the use of the regular entries of a listing from `index` (a scan of /dev/shm's
+/// device) by the one rule of use_proof.h; fills holders, use and use_why.
+void judge_shm_use(const Context& context, const InUseIndex& index, const Visibility& visibility,
+                   LeaseWhen lease, std::vector<ShmEntry>& entries);
+
 /// /dev/shm and SysV shm with their holders.
 struct ShmSurvey {
   std::filesystem::path dir = "/dev/shm";  ///< host path
