@@ -30,6 +30,9 @@ for step, (x, y) in enumerate(DataLoader(Images(), batch_size=8, num_workers=2))
     print("step", step, flush=True)
 '''
 
+# Each worker names itself in one write(2): print() under PYTHONUNBUFFERED=1 makes one
+# write per argument, and two workers starting together interleaved into "workerworker 0 1",
+# a line the tests could not read (seen as an empty set of worker pids).
 OOM_JOB = r'''
 import os, torch
 from torch.utils.data import DataLoader, Dataset
@@ -41,7 +44,7 @@ class Decoded(Dataset):
             v = torch.empty(16 * 2**20); v.fill_(float(i)); self.cache[i] = v
         return self.cache[i][:1024].clone()
 for step, x in enumerate(DataLoader(Decoded(), batch_size=4, num_workers=2,
-                                    worker_init_fn=lambda w: print("worker", w, os.getpid(), flush=True))):
+                                    worker_init_fn=lambda w: os.write(1, f"worker {w} {os.getpid()}\n".encode()))):
     print("step", step, flush=True)
 '''
 
@@ -52,7 +55,7 @@ class Slow(Dataset):
     def __len__(self): return 10000
     def __getitem__(self, i): time.sleep(0.05); return torch.zeros(4)
 for step, x in enumerate(DataLoader(Slow(), batch_size=2, num_workers=2,
-                                    worker_init_fn=lambda w: print("worker", w, os.getpid(), flush=True))):
+                                    worker_init_fn=lambda w: os.write(1, f"worker {w} {os.getpid()}\n".encode()))):
     pass
 '''
 
