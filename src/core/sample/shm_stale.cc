@@ -6,11 +6,7 @@
 // DataLoader or NCCL leaves behind (torch_shm_*, nccl-*), and they fill the tmpfs
 // just as live segments do.
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 
 #include "core/clean/shm_survey.h"
 #include "core/inuse/use_proof.h"
