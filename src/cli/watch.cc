@@ -35,158 +35,39 @@ using daemon::DaemonConfig;
 /// that exits was no answer. Enough for the estimate (FillOptions::min_samples).
 constexpr std::uint64_t kOnceSamples = 5;
 constexpr std::chrono::milliseconds kOnceInterval{250};
-using daemon::SinkKind;
 using enum WatchOpt;
 
-/// The value of a numeric flag, when given; "Could not convert: --count = x" (CLI11's
-/// words) otherwise.
-template <typename Number>
-Result<void> number_flag(const WatchArgs& args, WatchOpt option, Number& out) {
-  const std::string* text = args.last(option);
-  if (text == nullptr) return {};
-  Number value{};
+/// The value of --count, when given; "Could not convert: --count = x" (CLI11's words)
+/// otherwise.
+Result<std::int64_t> count_flag(const WatchArgs& args) {
+  const std::string* text = args.last(kCount);
+  if (text == nullptr) return 0;
+  std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (error != std::errc() || end != text->data() + text->size()) {
     return fail(
-        Error::invalid(fmt::format("Could not convert: {} = {}", flag_name(option), *text)));
+        Error::invalid(fmt::format("Could not convert: {} = {}", flag_name(kCount), *text)));
   }
-  out = value;
-  return {};
+  return value;
 }
 
-/// Defaults, then the config file (--config, or --check-config's), then the flags given.
+/// The config file (--check-config's or --config), then the flags given.
 Result<DaemonConfig> load_config(const WatchArgs& args) {
-  DaemonConfig config;
-  config.watch.sample.dirs.clear();
   const std::string* file = args.last(kCheckConfig);
   if (file == nullptr) file = args.last(kConfig);
-  if (file != nullptr) {
-    // Checked below with the flags applied: a flag may mend what the file got wrong.
-    if (auto applied = daemon::apply_toml_file(*file, config, daemon::Check::kLater); !applied) {
-      return fail(applied.error());
-    }
-  }
-  using Ms = std::chrono::milliseconds;
-  using Seconds = std::chrono::seconds;
-  const auto apply_duration = [&](WatchOpt option, auto&& set) -> Result<void> {
-    const std::string* text = args.last(option);
-    if (text == nullptr) return {};
-    auto parsed = parse_duration(*text);
-    if (!parsed) {
-      return fail(Error::invalid(fmt::format("{}: {}", flag_name(option), parsed.error().message)));
-    }
-    set(*parsed);
-    return {};
-  };
-  const auto to_seconds = [](Ms value) { return std::chrono::duration_cast<Seconds>(value); };
-  std::int64_t keep = 1;
-  std::int64_t retries = 3;
-  std::int64_t queue = 256;
-  for (const auto& applied :
-       {apply_duration(kInterval, [&](Ms value) { config.interval = value; }),
-        apply_duration(kWindow, [&](Ms value) { config.watch.window = value; }),
-        apply_duration(kEtaHorizon,
-                       [&](Ms value) { config.watch.alerts.eta_horizon = to_seconds(value); }),
-        apply_duration(kRepeat,
-                       [&](Ms value) { config.watch.alerts.repeat_interval = to_seconds(value); }),
-        apply_duration(kPsiFor, [&](Ms value) { config.watch.alerts.psi_for = to_seconds(value); }),
-        apply_duration(kWebhookTimeout, [&](Ms value) { config.delivery.timeout = value; }),
-        number_flag(args, kKeep, keep), number_flag(args, kWebhookRetries, retries),
-        number_flag(args, kQueue, queue),
-        number_flag(args, kWarnPercent, config.watch.alerts.warn_percent),
-        number_flag(args, kCriticalPercent, config.watch.alerts.critical_percent),
-        number_flag(args, kPsiThreshold, config.watch.alerts.psi_full_threshold),
-        number_flag(args, kClearSamples, config.watch.alerts.clear_samples)}) {
-    if (!applied) return fail(applied.error());
-  }
-  if (args.has(kDir)) config.watch.sample.dirs.assign(args.all(kDir).begin(), args.all(kDir).end());
-  if (args.has(kMount)) {
-    config.watch.sample.mounts.assign(args.all(kMount).begin(), args.all(kMount).end());
-  }
-  if (const std::string* state = args.last(kState)) config.state_file = *state;
-  if (const std::string* pid_file = args.last(kPidFile)) config.pid_file = *pid_file;
-  if (const std::string* listen = args.last(kListen)) {
-    config.listen = listen->empty() ? std::string(daemon::kDefaultListen) : *listen;
-  }
-  if (const std::string* text = args.last(kCkptSize)) {
-    auto size = parse_size(*text);
-    if (!size) return fail(Error::invalid("--ckpt-size: " + size.error().message));
-    config.watch.alerts.checkpoint_bytes = *size;
-  }
-  if (args.has(kKeep)) {
-    if (keep < 1) return fail(Error::invalid("--keep must be >= 1"));
-    config.watch.alerts.keep = static_cast<std::uint64_t>(keep);
-  }
-  if (const std::string* host = args.last(kHost)) config.host = *host;
-  if (const std::string* text = args.last(kOomScope)) {
-    auto scope = parse_oom_scope(*text);
-    if (!scope) return fail(Error::invalid("--oom-scope: " + scope.error().message));
-    config.watch.alerts.oom_scope = *scope;
-  }
-  if (args.has(kNoStderr)) config.stderr_alerts = false;
-  if (args.has(kNoShmStale)) config.watch.sample.shm_stale = false;
-  if (args.has(kWebhookRetries)) {
-    if (retries < 0) return fail(Error::invalid("--webhook-retries must be >= 0"));
-    config.delivery.retries = static_cast<int>(retries);
-  }
-  if (args.has(kQueue)) {
-    if (queue < 1) return fail(Error::invalid("--queue must be >= 1"));
-    config.delivery.queue_capacity = static_cast<std::size_t>(queue);
-  }
-  constexpr std::pair<WatchOpt, SinkKind> kSinkFlags[] = {
-      {kWebhook, SinkKind::kWebhook}, {kSlack, SinkKind::kSlack}, {kWecom, SinkKind::kWecom},
-      {kFeishu, SinkKind::kFeishu},   {kExec, SinkKind::kExec},   {kSignal, SinkKind::kSignal},
-      {kJsonl, SinkKind::kJsonl}};
-  for (const auto& [option, kind] : kSinkFlags) {
-    for (const std::string& target : args.all(option)) {
-      daemon::SinkSpec sink{kind, target, daemon::Origin::of_flag(flag_name(option))};
-      if (auto valid = daemon::validate(sink); !valid) {
-        return fail(
-            Error::invalid(fmt::format("{}: {}", flag_name(option), valid.error().message)));
-      }
-      config.sinks.push_back(std::move(sink));
-    }
-  }
-  // The keys the flags set: validate() names the flag when one of them is wrong.
-  constexpr std::pair<WatchOpt, const char*> kFlagKeys[] = {
-      {kInterval, "interval"},
-      {kWindow, "window"},
-      {kEtaHorizon, "alerts.eta_horizon"},
-      {kRepeat, "alerts.repeat_interval"},
-      {kPsiFor, "alerts.psi_for"},
-      {kKeep, "alerts.keep"},
-      {kWarnPercent, "alerts.warn_percent"},
-      {kCriticalPercent, "alerts.critical_percent"},
-      {kPsiThreshold, "alerts.psi_full_percent"},
-      {kClearSamples, "alerts.clear_samples"},
-      {kCkptSize, "alerts.ckpt_size"},
-      {kWebhookTimeout, "delivery.timeout"},
-      {kWebhookRetries, "delivery.retries"},
-      {kQueue, "delivery.queue"},
-      {kHost, "host"},
-      {kListen, "listen"},
-      {kOomScope, "alerts.oom_scope"}};
-  for (const auto& [option, key] : kFlagKeys) {
-    if (args.has(option)) config.origins[key] = daemon::Origin::of_flag(flag_name(option));
-  }
-  // Under --root (a node agent reading the host's /proc, e.g. the DaemonSet) its own
-  // cgroup is its pod's, whatever limit it has: follow the host's OOM kills.
-  if (args.globals.root != "/" && config.watch.alerts.oom_scope == OomScope::kAuto) {
-    config.watch.alerts.oom_scope = OomScope::kSystem;
-  }
-  if (auto valid = daemon::validate(config); !valid) return fail(valid.error());
-  return config;
+  std::vector<daemon::FlagValues> flags;
+  for (const auto& [option, values] : args.given) flags.push_back({flag_name(option), values});
+  return daemon::load_config(file ? std::optional<std::filesystem::path>(*file) : std::nullopt,
+                             flags, args.globals.root != "/");
 }
 
 /// Runs the daemon with the parsed flags until a signal or --once/--count ends it.
 int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
   auto config = load_config(*args);
   if (!config) return usage_error(config.error().message);
-  std::int64_t count = 0;
-  if (auto valid = number_flag(*args, kCount, count); !valid) {
-    return usage_error(valid.error().message);
-  }
-  if (count < 0) return usage_error("--count must be >= 0");
+  const auto count = count_flag(*args);
+  if (!count) return usage_error(count.error().message);
+  if (*count < 0) return usage_error("--count must be >= 0");
   const Globals& globals = args->globals;
   if (const std::string* file = args->last(kCheckConfig)) {
     // The whole config as the daemon would run it, checked and not run: nothing is
@@ -216,7 +97,7 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
     std::lock_guard lock(output);
     fmt::print(stderr, "headroom watch: {}\n", line);
   };
-  hooks.max_samples = once ? kOnceSamples : static_cast<std::uint64_t>(count);
+  hooks.max_samples = once ? kOnceSamples : static_cast<std::uint64_t>(*count);
   const bool bounded = hooks.max_samples != 0;
   std::uint64_t steps = 0;
   std::vector<AlertEvent> once_events;

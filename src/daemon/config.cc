@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
+#include <type_traits>
 
 #include "core/toml.h"
 #include "core/toml_text.h"
@@ -36,14 +39,24 @@ std::string_view to_string(SinkKind kind) {
 
 namespace {
 
-/// Turns a node into a value or an Error "<source>:<line>: <key>: <reason>",
-/// and records which line set each key.
+/// Turns a node into a value or an Error, and records which line (or flag) set each key.
+/// From a file the error is "<source>:<line>: <key>: <reason>"; from a flag, whose value is
+/// always a string node, "<flag>: <reason>", or CLI11's "Could not convert: <flag> = <value>"
+/// for a value of the wrong type.
 class Reader {
  public:
   Reader(const std::string& source, std::map<std::string, Origin, std::less<>>& origins)
       : source_(source), origins_(origins) {}
+  /// A reader of the values of `flag` ("--warn-percent").
+  [[nodiscard]] static Reader of_flag(const std::string& flag,
+                                      std::map<std::string, Origin, std::less<>>& origins) {
+    Reader reader(flag, origins);
+    reader.flag_ = true;
+    return reader;
+  }
 
   [[nodiscard]] Origin origin(const toml::node& node) const {
+    if (flag_) return Origin::of_flag(source_);
     return Origin{source_, node.source().begin.line, {}};
   }
   /// Remembers that `node` set `key` ("alerts.warn_percent"), for validate()'s errors.
@@ -53,17 +66,27 @@ class Reader {
 
   [[nodiscard]] Error error(const toml::node& node, std::string_view key,
                             std::string_view reason) const {
+    if (flag_) return Error::invalid(fmt::format("{}: {}", source_, reason));
     return Error::invalid(
         fmt::format("{}:{}: {}: {}", source_, node.source().begin.line, key, reason));
   }
   [[nodiscard]] Result<std::string> string(const toml::node& node, std::string_view key) const {
     if (const auto* value = node.as_string()) return value->get();
-    return fail(error(node, key, "expected a string"));
+    return fail(mismatch(node, key, "expected a string"));
   }
   [[nodiscard]] Result<double> number(const toml::node& node, std::string_view key) const {
     if (const auto* value = node.as_floating_point()) return value->get();
     if (const auto* value = node.as_integer()) return static_cast<double>(value->get());
-    return fail(error(node, key, "expected a number"));
+    if (const auto* text = node.as_string(); text != nullptr && flag_) {
+      const std::string& digits = text->get();
+      double value = 0;
+      const auto [end, error] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (!digits.empty() && error == std::errc() && end == digits.data() + digits.size()) {
+        return value;
+      }
+    }
+    return fail(mismatch(node, key, "expected a number"));
   }
   /// A percentage: out of [0, 100] is an error on its own line (the rules'
   /// cross-checks, such as critical >= warn, come after the whole file).
@@ -76,7 +99,7 @@ class Reader {
   }
   [[nodiscard]] Result<bool> boolean(const toml::node& node, std::string_view key) const {
     if (const auto* value = node.as_boolean()) return value->get();
-    return fail(error(node, key, "expected true or false"));
+    return fail(mismatch(node, key, "expected true or false"));
   }
   /// "5s", "250ms", or a bare number of seconds.
   [[nodiscard]] Result<std::chrono::milliseconds> duration(const toml::node& node,
@@ -89,7 +112,7 @@ class Reader {
     if (auto seconds = number(node, key)) {
       return std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000));
     }
-    return fail(error(node, key, "expected a duration such as \"5s\""));
+    return fail(mismatch(node, key, "expected a duration such as \"5s\""));
   }
   [[nodiscard]] Result<std::uint64_t> size(const toml::node& node, std::string_view key) const {
     if (const auto* value = node.as_integer()) {
@@ -97,7 +120,7 @@ class Reader {
       return static_cast<std::uint64_t>(value->get());
     }
     const auto text = string(node, key);
-    if (!text) return fail(error(node, key, "expected a size such as \"20GiB\""));
+    if (!text) return fail(mismatch(node, key, "expected a size such as \"20GiB\""));
     auto parsed = parse_size(*text);
     if (!parsed) return fail(error(node, key, parsed.error().message));
     return *parsed;
@@ -107,7 +130,9 @@ class Reader {
                                                          std::string_view key) const {
     if (const auto* value = node.as_string()) return std::vector<std::string>{value->get()};
     const auto* array = node.as_array();
-    if (array == nullptr) return fail(error(node, key, "expected a string or a list of strings"));
+    if (array == nullptr) {
+      return fail(mismatch(node, key, "expected a string or a list of strings"));
+    }
     std::vector<std::string> values;
     for (const toml::node& item : *array) {
       auto text = string(item, key);
@@ -118,77 +143,225 @@ class Reader {
   }
 
  private:
-  const std::string& source_;
+  /// A value of the wrong type: the file's "expected a number", a flag's CLI11 words.
+  [[nodiscard]] Error mismatch(const toml::node& node, std::string_view key,
+                               std::string_view expected) const {
+    if (!flag_) return error(node, key, expected);
+    const auto* text = node.as_string();
+    return Error::invalid(
+        fmt::format("Could not convert: {} = {}", source_, text ? text->get() : std::string()));
+  }
+
+  const std::string& source_;  ///< the file, or the flag
   std::map<std::string, Origin, std::less<>>& origins_;
+  bool flag_ = false;
 };
 
-std::chrono::seconds whole_seconds(std::chrono::milliseconds duration) {
-  return std::chrono::duration_cast<std::chrono::seconds>(duration);
+/// Sets one key from its node.
+using Setter = Result<void> (*)(const Reader&, const toml::node&, std::string_view key,
+                                DaemonConfig&);
+
+/// A setter of a duration, a number, a percentage, a size, a string or a boolean member.
+template <auto Member>
+Result<void> set_duration(const Reader& reader, const toml::node& node, std::string_view key,
+                          DaemonConfig& config) {
+  return reader.duration(node, key).map([&](std::chrono::milliseconds value) {
+    auto& target = Member(config);
+    target = std::chrono::duration_cast<std::remove_reference_t<decltype(target)>>(value);
+  });
+}
+template <auto Member>
+Result<void> set_percent(const Reader& reader, const toml::node& node, std::string_view key,
+                         DaemonConfig& config) {
+  return reader.percent(node, key).map([&](double value) { Member(config) = value; });
+}
+template <auto Member>
+Result<void> set_size(const Reader& reader, const toml::node& node, std::string_view key,
+                      DaemonConfig& config) {
+  return reader.size(node, key).map([&](std::uint64_t value) {
+    auto& target = Member(config);
+    target = static_cast<std::remove_reference_t<decltype(target)>>(value);
+  });
+}
+template <auto Member>
+Result<void> set_string(const Reader& reader, const toml::node& node, std::string_view key,
+                        DaemonConfig& config) {
+  return reader.string(node, key).map(
+      [&](std::string value) { Member(config) = std::move(value); });
+}
+template <auto Member>
+Result<void> set_boolean(const Reader& reader, const toml::node& node, std::string_view key,
+                         DaemonConfig& config) {
+  return reader.boolean(node, key).map([&](bool value) { Member(config) = value; });
+}
+template <auto Member>
+Result<void> set_strings(const Reader& reader, const toml::node& node, std::string_view key,
+                         DaemonConfig& config) {
+  return reader.strings(node, key).map([&](const std::vector<std::string>& values) {
+    Member(config).assign(values.begin(), values.end());
+  });
 }
 
-Result<void> apply_alerts(const Reader& reader, const toml::table& table, AlertConfig& alerts) {
-  // No structured binding: the lambdas below capture `node`, which C++20
-  // allows but clang 14 (clang-tidy) does not.
-  for (const auto& entry : table) {
-    const toml::node& node = entry.second;
-    const std::string_view key = entry.first.str();
-    Result<void> applied;
-    const auto set_number = [&](double& target) {
-      return reader.number(node, key).map([&](double value) { target = value; });
-    };
-    const auto set_percent = [&](double& target) {
-      return reader.percent(node, key).map([&](double value) { target = value; });
-    };
-    const auto set_seconds = [&](std::chrono::seconds& target) {
-      return reader.duration(node, key).map(
-          [&](std::chrono::milliseconds value) { target = whole_seconds(value); });
-    };
-    if (key == "warn_percent") {
-      applied = set_percent(alerts.warn_percent);
-    } else if (key == "critical_percent") {
-      applied = set_percent(alerts.critical_percent);
-    } else if (key == "clear_margin_percent") {
-      applied = set_percent(alerts.usage_clear_margin);
-    } else if (key == "eta_horizon") {
-      applied = set_seconds(alerts.eta_horizon);
-    } else if (key == "eta_min_span") {
-      applied = reader.duration(node, key).map(
-          [&](std::chrono::milliseconds value) { alerts.eta_min_span = whole_seconds(value); });
-    } else if (key == "memory_eta_below_percent") {
-      applied = set_percent(alerts.memory_eta_below_percent.emplace());
-    } else if (key == "eta_clear_factor") {
-      applied = set_number(alerts.eta_clear_factor);
-    } else if (key == "psi_full_percent") {
-      applied = set_percent(alerts.psi_full_threshold);
-    } else if (key == "psi_for") {
-      applied = set_seconds(alerts.psi_for);
-    } else if (key == "oom_quiet") {
-      applied = set_seconds(alerts.oom_quiet);
-    } else if (key == "oom_scope") {
-      applied = reader.string(node, key).and_then([&](const std::string& text) -> Result<void> {
-        auto scope = parse_oom_scope(text);
-        if (!scope) return fail(reader.error(node, key, scope.error().message));
-        alerts.oom_scope = *scope;
-        return {};
-      });
-    } else if (key == "repeat_interval") {
-      applied = set_seconds(alerts.repeat_interval);
-    } else if (key == "clear_samples") {
-      applied = reader.number(node, key).map(
-          [&](double value) { alerts.clear_samples = static_cast<int>(value); });
-    } else if (key == "ckpt_size") {
-      applied =
-          reader.size(node, key).map([&](std::uint64_t value) { alerts.checkpoint_bytes = value; });
-    } else if (key == "keep") {
-      applied = reader.size(node, key).map([&](std::uint64_t value) { alerts.keep = value; });
-    } else {
-      return fail(reader.error(node, key, "unknown key in [alerts]"));
-    }
-    if (!applied) return applied;
-    reader.record(fmt::format("alerts.{}", key), node);
-  }
-  return {};
+AlertConfig& alerts(DaemonConfig& config) { return config.watch.alerts; }
+
+/// Every key of the file but the sinks, by its full name (docs/watch.md). Flags set the
+/// same keys through the same setters (kFlags).
+constexpr std::pair<std::string_view, Setter> kKeys[] = {
+    {"interval", set_duration < [](DaemonConfig& c) -> auto& {return c.interval;
+}  // namespace
+>
+}  // namespace headroom::daemon
+, {"window", set_duration < [](DaemonConfig& c) -> auto& {return c.watch.window;
 }
+>
+}
+, {"listen", set_string < [](DaemonConfig& c) -> auto& {return c.listen;
+}
+>
+}
+, {"host", set_string < [](DaemonConfig& c) -> auto& {return c.host;
+}
+>
+}
+, {"dirs", set_strings < [](DaemonConfig& c) -> auto& {return c.watch.sample.dirs;
+}
+>
+}
+, {"mounts", set_strings < [](DaemonConfig& c) -> auto& {return c.watch.sample.mounts;
+}
+>
+}
+, {"state_file", set_string < [](DaemonConfig& c) -> auto& {return c.state_file;
+}
+>
+}
+, {"pid_file", set_string < [](DaemonConfig& c) -> auto& {return c.pid_file;
+}
+>
+}
+, {"probe_timeout",
+   set_duration < [](DaemonConfig& c) -> auto& {return c.watch.sample.probe_timeout;
+}
+>
+}
+, {"temp_dir", set_boolean < [](DaemonConfig& c) -> auto& {return c.watch.sample.temp_dir;
+}
+>
+}
+, {"shm", set_boolean < [](DaemonConfig& c) -> auto& {return c.watch.sample.shm;
+}
+>
+}
+, {"shm_stale", set_boolean < [](DaemonConfig& c) -> auto& {return c.watch.sample.shm_stale;
+}
+>
+}
+, {"alerts.warn_percent", set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).warn_percent;
+}
+>
+}
+, {"alerts.critical_percent",
+   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).critical_percent;
+}
+>
+}
+, {"alerts.clear_margin_percent",
+   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).usage_clear_margin;
+}
+>
+}
+, {"alerts.memory_eta_below_percent",
+   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).memory_eta_below_percent.emplace();
+}
+>
+}
+, {"alerts.psi_full_percent",
+   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).psi_full_threshold;
+}
+>
+}
+, {"alerts.eta_horizon", set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).eta_horizon;
+}
+>
+}
+, {"alerts.eta_min_span",
+   set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).eta_min_span.emplace();
+}
+>
+}
+, {"alerts.psi_for", set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).psi_for;
+}
+>
+}
+, {"alerts.oom_quiet", set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).oom_quiet;
+}
+>
+}
+, {"alerts.repeat_interval",
+   set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).repeat_interval;
+}
+>
+}
+,
+    {"alerts.eta_clear_factor",
+     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
+       return reader.number(node, key).map(
+           [&](double value) { alerts(config).eta_clear_factor = value; });
+     }},
+    {"alerts.clear_samples",
+     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
+       return reader.number(node, key).map(
+           [&](double value) { alerts(config).clear_samples = static_cast<int>(value); });
+     }},
+    {"alerts.oom_scope",
+     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
+       return reader.string(node, key).and_then([&](const std::string& text) -> Result<void> {
+         auto scope = parse_oom_scope(text);
+         if (!scope) return fail(reader.error(node, key, scope.error().message));
+         alerts(config).oom_scope = *scope;
+         return {};
+       });
+     }},
+    {"alerts.ckpt_size",
+     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
+       return reader.size(node, key).map(
+           [&](std::uint64_t value) { alerts(config).checkpoint_bytes = value; });
+     }},
+    {"alerts.keep", set_size < [](DaemonConfig& c) -> auto& {return alerts(c).keep;
+}
+>
+}
+, {"delivery.timeout", set_duration < [](DaemonConfig& c) -> auto& {return c.delivery.timeout;
+}
+>
+}
+, {"delivery.backoff", set_duration < [](DaemonConfig& c) -> auto& {return c.delivery.backoff;
+}
+>
+}
+, {"delivery.retries", set_size < [](DaemonConfig& c) -> auto& {return c.delivery.retries;
+}
+>
+}
+, {"delivery.queue", set_size < [](DaemonConfig& c) -> auto& {return c.delivery.queue_capacity;
+}
+>
+}
+,
+}
+;
+
+const Setter* find_key(std::string_view key) {
+  for (const auto& [name, setter] : kKeys) {
+    if (name == key) return &setter;
+  }
+  return nullptr;
+}
+
+constexpr std::pair<std::string_view, SinkKind> kSinkKinds[] = {
+    {"jsonl", SinkKind::kJsonl},  {"webhook", SinkKind::kWebhook}, {"slack", SinkKind::kSlack},
+    {"wecom", SinkKind::kWecom},  {"feishu", SinkKind::kFeishu},   {"exec", SinkKind::kExec},
+    {"signal", SinkKind::kSignal}};
 
 /// One sink target of [sinks]: a string, validated on its own line.
 Result<void> add_sink(const Reader& reader, const toml::node& node, std::string_view key,
@@ -203,113 +376,139 @@ Result<void> add_sink(const Reader& reader, const toml::node& node, std::string_
   return {};
 }
 
-Result<void> apply_sinks(const Reader& reader, const toml::table& table, DaemonConfig& config) {
-  static constexpr std::pair<std::string_view, SinkKind> kKinds[] = {
-      {"jsonl", SinkKind::kJsonl},  {"webhook", SinkKind::kWebhook}, {"slack", SinkKind::kSlack},
-      {"wecom", SinkKind::kWecom},  {"feishu", SinkKind::kFeishu},   {"exec", SinkKind::kExec},
-      {"signal", SinkKind::kSignal}};
-  for (const auto& [raw_key, node] : table) {
-    const std::string_view key = raw_key.str();
-    if (key == "stderr") {
-      auto enabled = reader.boolean(node, key);
-      if (!enabled) return fail(enabled.error());
-      config.stderr_alerts = *enabled;
-      reader.record("sinks.stderr", node);
-      continue;
-    }
-    const auto* kind = std::find_if(std::begin(kKinds), std::end(kKinds),
-                                    [&](const auto& entry) { return entry.first == key; });
-    if (kind == std::end(kKinds)) return fail(reader.error(node, key, "unknown sink in [sinks]"));
-    if (node.is_string()) {
-      if (auto added = add_sink(reader, node, key, kind->second, config); !added) return added;
-      continue;
-    }
-    // Each target of a list on its own line: an error points at the one that is wrong.
-    const auto* targets = node.as_array();
-    if (targets == nullptr)
-      return fail(reader.error(node, key, "expected a string or a list of strings"));
-    for (const toml::node& target : *targets) {
-      if (auto added = add_sink(reader, target, key, kind->second, config); !added) return added;
-    }
+/// `key` of [sinks] ("webhook", "stderr"): one target or a list, each on its own line.
+Result<void> apply_sink(const Reader& reader, const toml::node& node, std::string_view key,
+                        DaemonConfig& config) {
+  if (key == "stderr") {
+    auto enabled = reader.boolean(node, key);
+    if (!enabled) return fail(enabled.error());
+    config.stderr_alerts = *enabled;
+    reader.record("sinks.stderr", node);
+    return {};
+  }
+  const auto* kind = std::find_if(std::begin(kSinkKinds), std::end(kSinkKinds),
+                                  [&](const auto& entry) { return entry.first == key; });
+  if (kind == std::end(kSinkKinds)) return fail(reader.error(node, key, "unknown sink in [sinks]"));
+  if (node.is_string()) return add_sink(reader, node, key, kind->second, config);
+  // Each target of a list on its own line: an error points at the one that is wrong.
+  const auto* targets = node.as_array();
+  if (targets == nullptr) {
+    return fail(reader.error(node, key, "expected a string or a list of strings"));
+  }
+  for (const toml::node& target : *targets) {
+    if (auto added = add_sink(reader, target, key, kind->second, config); !added) return added;
   }
   return {};
 }
 
-Result<void> apply_delivery(const Reader& reader, const toml::table& table,
-                            DeliveryOptions& delivery) {
+/// The keys of `table`, whose full names start with `prefix` ("alerts." or empty).
+Result<void> apply_table(const Reader& reader, const toml::table& table, std::string_view prefix,
+                         DaemonConfig& config) {
   for (const auto& [raw_key, node] : table) {
     const std::string_view key = raw_key.str();
-    Result<void> applied;
-    if (key == "timeout") {
-      applied = reader.duration(node, key).map([&](auto value) { delivery.timeout = value; });
-    } else if (key == "backoff") {
-      applied = reader.duration(node, key).map([&](auto value) { delivery.backoff = value; });
-    } else if (key == "retries") {
-      applied = reader.size(node, key).map(
-          [&](std::uint64_t value) { delivery.retries = static_cast<int>(value); });
-    } else if (key == "queue") {
-      applied = reader.size(node, key).map(
-          [&](std::uint64_t value) { delivery.queue_capacity = static_cast<std::size_t>(value); });
-    } else {
-      return fail(reader.error(node, key, "unknown key in [delivery]"));
+    const std::string name = fmt::format("{}{}", prefix, key);
+    if (prefix.empty() && (key == "alerts" || key == "sinks" || key == "delivery")) {
+      const auto* inner = node.as_table();
+      if (inner == nullptr) return fail(reader.error(node, key, "expected a table"));
+      Result<void> applied;
+      if (key == "sinks") {
+        for (const auto& [sink_key, sink_node] : *inner) {
+          applied = apply_sink(reader, sink_node, sink_key.str(), config);
+          if (!applied) return applied;
+        }
+      } else {
+        applied = apply_table(reader, *inner, fmt::format("{}.", key), config);
+      }
+      if (!applied) return applied;
+      continue;
     }
-    if (!applied) return applied;
-    reader.record(fmt::format("delivery.{}", key), node);
+    const Setter* setter = find_key(name);
+    if (setter == nullptr) {
+      return fail(reader.error(node, key,
+                               prefix.empty() ? std::string("unknown key")
+                                              : fmt::format("unknown key in [{}]",
+                                                            prefix.substr(0, prefix.size() - 1))));
+    }
+    if (auto applied = (*setter)(reader, node, key, config); !applied) return applied;
+    reader.record(name, node);
   }
   return {};
 }
 
-Result<void> apply_top(const Reader& reader, const toml::table& root, DaemonConfig& config) {
-  for (const auto& [raw_key, node] : root) {
-    const std::string_view key = raw_key.str();
-    Result<void> applied;
-    if (key == "interval") {
-      applied = reader.duration(node, key).map([&](auto value) { config.interval = value; });
-    } else if (key == "window") {
-      applied = reader.duration(node, key).map([&](auto value) { config.watch.window = value; });
-    } else if (key == "listen") {
-      applied = reader.string(node, key).map(
-          [&](std::string value) { config.listen = std::move(value); });
-    } else if (key == "host") {
-      applied =
-          reader.string(node, key).map([&](std::string value) { config.host = std::move(value); });
-    } else if (key == "dirs") {
-      applied = reader.strings(node, key).map([&](const std::vector<std::string>& dirs) {
-        config.watch.sample.dirs.assign(dirs.begin(), dirs.end());
-      });
-    } else if (key == "mounts") {
-      applied = reader.strings(node, key).map([&](const std::vector<std::string>& mounts) {
-        config.watch.sample.mounts.assign(mounts.begin(), mounts.end());
-      });
-    } else if (key == "state_file") {
-      applied = reader.string(node, key).map(
-          [&](std::string value) { config.state_file = std::move(value); });
-    } else if (key == "pid_file") {
-      applied = reader.string(node, key).map(
-          [&](std::string value) { config.pid_file = std::move(value); });
-    } else if (key == "probe_timeout") {
-      applied = reader.duration(node, key).map(
-          [&](auto value) { config.watch.sample.probe_timeout = value; });
-    } else if (key == "temp_dir") {
-      applied =
-          reader.boolean(node, key).map([&](bool value) { config.watch.sample.temp_dir = value; });
-    } else if (key == "shm") {
-      applied = reader.boolean(node, key).map([&](bool value) { config.watch.sample.shm = value; });
-    } else if (key == "shm_stale") {
-      applied =
-          reader.boolean(node, key).map([&](bool value) { config.watch.sample.shm_stale = value; });
-    } else if (key == "alerts" || key == "sinks" || key == "delivery") {
-      const auto* table = node.as_table();
-      if (table == nullptr) return fail(reader.error(node, key, "expected a table"));
-      if (key == "alerts") applied = apply_alerts(reader, *table, config.watch.alerts);
-      if (key == "sinks") applied = apply_sinks(reader, *table, config);
-      if (key == "delivery") applied = apply_delivery(reader, *table, config.delivery);
-    } else {
-      return fail(reader.error(node, key, "unknown key"));
+/// A watch flag and the key it sets. A switch (--no-stderr) sets its key to `value`; a
+/// repeatable flag (--dir) sets a list key to all its values, or adds a sink per value.
+struct FlagKey {
+  std::string_view flag;
+  std::string_view key;
+  std::optional<bool> value = std::nullopt;  ///< a switch's value
+  std::string_view if_empty = {};            ///< what a flag given without a value means
+};
+
+constexpr FlagKey kFlags[] = {
+    {"--interval", "interval"},
+    {"--window", "window"},
+    {"--dir", "dirs"},
+    {"--mount", "mounts"},
+    {"--listen", "listen", std::nullopt, kDefaultListen},
+    {"--ckpt-size", "alerts.ckpt_size"},
+    {"--keep", "alerts.keep"},
+    {"--warn-percent", "alerts.warn_percent"},
+    {"--critical-percent", "alerts.critical_percent"},
+    {"--eta-horizon", "alerts.eta_horizon"},
+    {"--repeat", "alerts.repeat_interval"},
+    {"--psi-threshold", "alerts.psi_full_percent"},
+    {"--psi-for", "alerts.psi_for"},
+    {"--oom-scope", "alerts.oom_scope"},
+    {"--clear-samples", "alerts.clear_samples"},
+    {"--webhook", "sinks.webhook"},
+    {"--slack", "sinks.slack"},
+    {"--wecom", "sinks.wecom"},
+    {"--feishu", "sinks.feishu"},
+    {"--exec", "sinks.exec"},
+    {"--signal", "sinks.signal"},
+    {"--jsonl", "sinks.jsonl"},
+    {"--no-stderr", "sinks.stderr", false},
+    {"--no-shm-stale", "shm_stale", false},
+    {"--webhook-timeout", "delivery.timeout"},
+    {"--webhook-retries", "delivery.retries"},
+    {"--queue", "delivery.queue"},
+    {"--host", "host"},
+    {"--state", "state_file"},
+    {"--pid-file", "pid_file"},
+};
+
+/// Applies one flag given on the command line with `values` (a later value wins).
+Result<void> apply_flag(const FlagKey& spec, const std::vector<std::string>& values,
+                        DaemonConfig& config) {
+  const std::string flag(spec.flag);
+  const Reader reader = Reader::of_flag(flag, config.origins);
+  if (spec.key.starts_with("sinks.")) {
+    const std::string_view kind = spec.key.substr(std::string_view("sinks.").size());
+    if (spec.value) return apply_sink(reader, toml::value<bool>(*spec.value), kind, config);
+    for (const std::string& target : values) {
+      if (auto added = apply_sink(reader, toml::value<std::string>(target), kind, config); !added) {
+        return added;
+      }
     }
-    if (!applied) return applied;
-    reader.record(std::string(key), node);
+    return {};
   }
+  const Setter* setter = find_key(spec.key);
+  if (setter == nullptr) return fail(Error::invalid(fmt::format("{}: no key {}", flag, spec.key)));
+  const std::string_view leaf = spec.key.substr(spec.key.rfind('.') + 1);
+  Result<void> applied;
+  if (spec.value) {
+    applied = (*setter)(reader, toml::value<bool>(*spec.value), leaf, config);
+  } else if (spec.key == "dirs" || spec.key == "mounts") {
+    toml::array list;
+    for (const std::string& value : values) list.push_back(value);
+    applied = (*setter)(reader, list, leaf, config);
+  } else {
+    std::string value = values.empty() ? std::string() : values.back();
+    if (value.empty() && !spec.if_empty.empty()) value = spec.if_empty;
+    applied = (*setter)(reader, toml::value<std::string>(std::move(value)), leaf, config);
+  }
+  if (!applied) return applied;
+  config.origins[std::string(spec.key)] = Origin::of_flag(flag);
   return {};
 }
 
@@ -336,7 +535,7 @@ Result<void> apply_toml(std::string_view text, const std::string& source, Daemon
         fmt::format("{}:{}: not valid TOML: {}", source, error.source().begin.line, reason)));
   }
   DaemonConfig updated = config;
-  if (auto applied = apply_top(Reader(source, updated.origins), root, updated); !applied) {
+  if (auto applied = apply_table(Reader(source, updated.origins), root, "", updated); !applied) {
     return applied;
   }
   if (check == Check::kNow) {
@@ -356,6 +555,37 @@ Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& co
         Error::invalid(fmt::format("{}: larger than 1 MiB, not a watch config", path.string())));
   }
   return apply_toml(*text, path.string(), config, check);
+}
+
+}  // namespace headroom::daemon
+
+namespace headroom::daemon {
+
+Result<DaemonConfig> load_config(const std::optional<std::filesystem::path>& file,
+                                 const std::vector<FlagValues>& flags, bool host_root) {
+  DaemonConfig config;
+  config.watch.sample.dirs.clear();
+  if (file) {
+    // Checked below with the flags applied: a flag may mend what the file got wrong.
+    if (auto applied = apply_toml_file(*file, config, Check::kLater); !applied) {
+      return fail(applied.error());
+    }
+  }
+  for (const FlagKey& spec : kFlags) {
+    const auto given = std::find_if(flags.begin(), flags.end(),
+                                    [&](const FlagValues& flag) { return flag.flag == spec.flag; });
+    if (given == flags.end()) continue;
+    if (auto applied = apply_flag(spec, given->values, config); !applied) {
+      return fail(applied.error());
+    }
+  }
+  // Under a host root (a node agent reading the host's /proc, e.g. the DaemonSet) its own
+  // cgroup is its pod's, whatever limit it has: follow the host's OOM kills.
+  if (host_root && config.watch.alerts.oom_scope == OomScope::kAuto) {
+    config.watch.alerts.oom_scope = OomScope::kSystem;
+  }
+  if (auto valid = validate(config); !valid) return fail(valid.error());
+  return config;
 }
 
 }  // namespace headroom::daemon

@@ -104,6 +104,22 @@ enum class Check { kNow, kLater };
 /// Reads and applies a TOML file; a file that cannot be read is "<path>: <strerror>".
 [[nodiscard]] Result<void> apply_toml_file(const std::filesystem::path& path, DaemonConfig& config,
                                            Check check = Check::kNow);
+/// A watch flag as the command line gave it: "--warn-percent" and each value in order
+/// (none for a switch such as --no-stderr).
+struct FlagValues {
+  std::string flag;
+  std::vector<std::string> values;
+};
+
+/// The config watch runs with: defaults, then `file`, then the flags that set a key, each
+/// by the rules of that key in the file (docs/watch.md: the same parsing, the same checks;
+/// a later value of a flag given twice wins), then validate(). Errors name the file's line
+/// or the flag. Flags that set no key (--once, --json) are not this function's. With
+/// `host_root` (a node agent reading the host's /proc) OOM kills are followed host-wide
+/// unless the config says otherwise.
+[[nodiscard]] Result<DaemonConfig> load_config(const std::optional<std::filesystem::path>& file,
+                                               const std::vector<FlagValues>& flags,
+                                               bool host_root);
 /// Checks the whole config (interval, window, thresholds, sink targets, no
 /// sink twice). The error names the key that is wrong where it was set
 /// ("watch.toml:12: critical_percent 80 is below warn_percent 85 (line 11)",

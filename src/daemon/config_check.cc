@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/signal_names.h"
+#include "core/thresholds.h"
 #include "core/units.h"
 #include "daemon/config.h"
 #include "daemon/redact.h"
@@ -249,18 +250,25 @@ Result<void> validate(const DaemonConfig& config) {
   const auto never_negative = [&](std::string_view key, std::chrono::seconds value) {
     return check.require(value.count() >= 0, key, show(value), "must not be negative");
   };
+  // The use% rule is the core's (PercentThresholds); here it is worded by where each
+  // threshold was set.
+  const auto percents = [&]() -> Result<void> {
+    const auto broken = PercentThresholds{alerts.warn_percent, alerts.critical_percent}.violation();
+    if (!broken) return {};
+    if (broken->kind == ThresholdViolation::Kind::kOutOfRange) {
+      return check.require(false, fmt::format("alerts.{}", broken->field), show(broken->value),
+                           "must be above 0 and at most 100");
+    }
+    return check.require(false,
+                         {"alerts.critical_percent", show(alerts.critical_percent), "is below"},
+                         {"alerts.warn_percent", warn, "is above"});
+  };
   for (const Result<void>& checked :
        {check.require(config.interval >= std::chrono::milliseconds(50), "interval",
                       show(config.interval), "is below the minimum 50ms"),
         check.require(window >= config.interval * 2, {"window", show(window), "is less than twice"},
                       {"interval", show(config.interval), "is more than half of"}),
-        check.require(alerts.warn_percent > 0 && alerts.warn_percent <= 100, "alerts.warn_percent",
-                      warn, "must be above 0 and at most 100"),
-        check.require(alerts.critical_percent <= 100, "alerts.critical_percent",
-                      show(alerts.critical_percent), "must be at most 100"),
-        check.require(alerts.critical_percent >= alerts.warn_percent,
-                      {"alerts.critical_percent", show(alerts.critical_percent), "is below"},
-                      {"alerts.warn_percent", warn, "is above"}),
+        percents(),
         check.require(alerts.usage_clear_margin >= 0, "alerts.clear_margin_percent", margin,
                       "must not be negative"),
         check.require(alerts.usage_clear_margin < alerts.warn_percent,

@@ -129,7 +129,8 @@ def test_usage_errors_keep_their_exit_code_through_the_exec(alone: Path, lean: P
     (["--dir", "/a", "/b"], "The following argument was not expected: /b"),
     (["--count", "three"], "Could not convert: --count = three"),
     (["--warn-percent", "85%"], "Could not convert: --warn-percent = 85%"),
-    (["--keep", "0"], "--keep must be >= 1"),
+    # The file's rule for keep, worded as for the file with the flag named.
+    (["--keep", "0"], "--keep 0 must be at least 1"),
     (["--signal", "USR1"], "--signal"),
 ])
 def test_bad_watch_flags_are_named_and_exit_2(alone: Path, lean: Path, args, message):
