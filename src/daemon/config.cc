@@ -157,199 +157,145 @@ class Reader {
   bool flag_ = false;
 };
 
-/// Sets one key from its node.
-using Setter = Result<void> (*)(const Reader&, const toml::node&, std::string_view key,
-                                DaemonConfig&);
+/// One value of the file or a flag, for the key it sets.
+struct Value {
+  const Reader& reader;
+  const toml::node& node;
+  std::string_view key;  ///< as the file names it ("warn_percent")
 
-/// A setter of a duration, a number, a percentage, a size, a string or a boolean member.
-template <auto Member>
-Result<void> set_duration(const Reader& reader, const toml::node& node, std::string_view key,
-                          DaemonConfig& config) {
-  return reader.duration(node, key).map([&](std::chrono::milliseconds value) {
-    auto& target = Member(config);
-    target = std::chrono::duration_cast<std::remove_reference_t<decltype(target)>>(value);
-  });
-}
-template <auto Member>
-Result<void> set_percent(const Reader& reader, const toml::node& node, std::string_view key,
-                         DaemonConfig& config) {
-  return reader.percent(node, key).map([&](double value) { Member(config) = value; });
-}
-template <auto Member>
-Result<void> set_size(const Reader& reader, const toml::node& node, std::string_view key,
-                      DaemonConfig& config) {
-  return reader.size(node, key).map([&](std::uint64_t value) {
-    auto& target = Member(config);
-    target = static_cast<std::remove_reference_t<decltype(target)>>(value);
-  });
-}
-template <auto Member>
-Result<void> set_string(const Reader& reader, const toml::node& node, std::string_view key,
-                        DaemonConfig& config) {
-  return reader.string(node, key).map(
-      [&](std::string value) { Member(config) = std::move(value); });
-}
-template <auto Member>
-Result<void> set_boolean(const Reader& reader, const toml::node& node, std::string_view key,
-                         DaemonConfig& config) {
-  return reader.boolean(node, key).map([&](bool value) { Member(config) = value; });
-}
-template <auto Member>
-Result<void> set_strings(const Reader& reader, const toml::node& node, std::string_view key,
-                         DaemonConfig& config) {
-  return reader.strings(node, key).map([&](const std::vector<std::string>& values) {
-    Member(config).assign(values.begin(), values.end());
-  });
+  [[nodiscard]] auto duration() const { return reader.duration(node, key); }
+  [[nodiscard]] auto number() const { return reader.number(node, key); }
+  [[nodiscard]] auto percent() const { return reader.percent(node, key); }
+  [[nodiscard]] auto size() const { return reader.size(node, key); }
+  [[nodiscard]] auto string() const { return reader.string(node, key); }
+  [[nodiscard]] auto strings() const { return reader.strings(node, key); }
+  [[nodiscard]] auto boolean() const { return reader.boolean(node, key); }
+};
+
+/// Sets one key from its value.
+using Setter = Result<void> (*)(const Value&, DaemonConfig&);
+
+/// A function that stores a value read from the file into `target`, converted to its type
+/// (milliseconds to whole seconds, a size to a count, a list of strings to paths).
+template <typename Target>
+auto into(Target& target) {
+  return [&target](auto value) {
+    using Read = decltype(value);
+    if constexpr (std::is_same_v<Read, std::chrono::milliseconds>) {
+      target = std::chrono::duration_cast<Target>(value);
+    } else if constexpr (std::is_same_v<Read, std::vector<std::string>>) {
+      target.assign(value.begin(), value.end());
+    } else if constexpr (std::is_arithmetic_v<Read> && std::is_arithmetic_v<Target>) {
+      target = static_cast<Target>(value);
+    } else {
+      target = std::move(value);
+    }
+  };
 }
 
-AlertConfig& alerts(DaemonConfig& config) { return config.watch.alerts; }
+template <typename Target>
+auto into(std::optional<Target>& target) {
+  return [&target](auto value) { into(target.emplace())(std::move(value)); };
+}
 
 /// Every key of the file but the sinks, by its full name (docs/watch.md). Flags set the
 /// same keys through the same setters (kFlags).
 constexpr std::pair<std::string_view, Setter> kKeys[] = {
-    {"interval", set_duration < [](DaemonConfig& c) -> auto& {return c.interval;
-}  // namespace
->
-}  // namespace headroom::daemon
-, {"window", set_duration < [](DaemonConfig& c) -> auto& {return c.watch.window;
-}
->
-}
-, {"listen", set_string < [](DaemonConfig& c) -> auto& {return c.listen;
-}
->
-}
-, {"host", set_string < [](DaemonConfig& c) -> auto& {return c.host;
-}
->
-}
-, {"dirs", set_strings < [](DaemonConfig& c) -> auto& {return c.watch.sample.dirs;
-}
->
-}
-, {"mounts", set_strings < [](DaemonConfig& c) -> auto& {return c.watch.sample.mounts;
-}
->
-}
-, {"state_file", set_string < [](DaemonConfig& c) -> auto& {return c.state_file;
-}
->
-}
-, {"pid_file", set_string < [](DaemonConfig& c) -> auto& {return c.pid_file;
-}
->
-}
-, {"probe_timeout",
-   set_duration < [](DaemonConfig& c) -> auto& {return c.watch.sample.probe_timeout;
-}
->
-}
-, {"temp_dir", set_boolean < [](DaemonConfig& c) -> auto& {return c.watch.sample.temp_dir;
-}
->
-}
-, {"shm", set_boolean < [](DaemonConfig& c) -> auto& {return c.watch.sample.shm;
-}
->
-}
-, {"shm_stale", set_boolean < [](DaemonConfig& c) -> auto& {return c.watch.sample.shm_stale;
-}
->
-}
-, {"alerts.warn_percent", set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).warn_percent;
-}
->
-}
-, {"alerts.critical_percent",
-   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).critical_percent;
-}
->
-}
-, {"alerts.clear_margin_percent",
-   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).usage_clear_margin;
-}
->
-}
-, {"alerts.memory_eta_below_percent",
-   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).memory_eta_below_percent.emplace();
-}
->
-}
-, {"alerts.psi_full_percent",
-   set_percent < [](DaemonConfig& c) -> auto& {return alerts(c).psi_full_threshold;
-}
->
-}
-, {"alerts.eta_horizon", set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).eta_horizon;
-}
->
-}
-, {"alerts.eta_min_span",
-   set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).eta_min_span.emplace();
-}
->
-}
-, {"alerts.psi_for", set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).psi_for;
-}
->
-}
-, {"alerts.oom_quiet", set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).oom_quiet;
-}
->
-}
-, {"alerts.repeat_interval",
-   set_duration < [](DaemonConfig& c) -> auto& {return alerts(c).repeat_interval;
-}
->
-}
-,
+    {"interval",
+     [](const Value& v, DaemonConfig& c) { return v.duration().map(into(c.interval)); }},
+    {"window",
+     [](const Value& v, DaemonConfig& c) { return v.duration().map(into(c.watch.window)); }},
+    {"listen", [](const Value& v, DaemonConfig& c) { return v.string().map(into(c.listen)); }},
+    {"host", [](const Value& v, DaemonConfig& c) { return v.string().map(into(c.host)); }},
+    {"dirs",
+     [](const Value& v, DaemonConfig& c) { return v.strings().map(into(c.watch.sample.dirs)); }},
+    {"mounts",
+     [](const Value& v, DaemonConfig& c) { return v.strings().map(into(c.watch.sample.mounts)); }},
+    {"state_file",
+     [](const Value& v, DaemonConfig& c) { return v.string().map(into(c.state_file)); }},
+    {"pid_file", [](const Value& v, DaemonConfig& c) { return v.string().map(into(c.pid_file)); }},
+    {"probe_timeout",
+     [](const Value& v, DaemonConfig& c) {
+       return v.duration().map(into(c.watch.sample.probe_timeout));
+     }},
+    {"temp_dir", [](const Value& v,
+                    DaemonConfig& c) { return v.boolean().map(into(c.watch.sample.temp_dir)); }},
+    {"shm",
+     [](const Value& v, DaemonConfig& c) { return v.boolean().map(into(c.watch.sample.shm)); }},
+    {"shm_stale", [](const Value& v,
+                     DaemonConfig& c) { return v.boolean().map(into(c.watch.sample.shm_stale)); }},
+    {"alerts.warn_percent",
+     [](const Value& v, DaemonConfig& c) {
+       return v.percent().map(into(c.watch.alerts.warn_percent));
+     }},
+    {"alerts.critical_percent",
+     [](const Value& v, DaemonConfig& c) {
+       return v.percent().map(into(c.watch.alerts.critical_percent));
+     }},
+    {"alerts.clear_margin_percent",
+     [](const Value& v, DaemonConfig& c) {
+       return v.percent().map(into(c.watch.alerts.usage_clear_margin));
+     }},
+    {"alerts.memory_eta_below_percent",
+     [](const Value& v, DaemonConfig& c) {
+       return v.percent().map(into(c.watch.alerts.memory_eta_below_percent));
+     }},
+    {"alerts.psi_full_percent",
+     [](const Value& v, DaemonConfig& c) {
+       return v.percent().map(into(c.watch.alerts.psi_full_threshold));
+     }},
+    {"alerts.eta_horizon",
+     [](const Value& v, DaemonConfig& c) {
+       return v.duration().map(into(c.watch.alerts.eta_horizon));
+     }},
+    {"alerts.eta_min_span",
+     [](const Value& v, DaemonConfig& c) {
+       return v.duration().map(into(c.watch.alerts.eta_min_span));
+     }},
+    {"alerts.psi_for",
+     [](const Value& v, DaemonConfig& c) {
+       return v.duration().map(into(c.watch.alerts.psi_for));
+     }},
+    {"alerts.oom_quiet",
+     [](const Value& v, DaemonConfig& c) {
+       return v.duration().map(into(c.watch.alerts.oom_quiet));
+     }},
+    {"alerts.repeat_interval",
+     [](const Value& v, DaemonConfig& c) {
+       return v.duration().map(into(c.watch.alerts.repeat_interval));
+     }},
     {"alerts.eta_clear_factor",
-     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
-       return reader.number(node, key).map(
-           [&](double value) { alerts(config).eta_clear_factor = value; });
+     [](const Value& v, DaemonConfig& c) {
+       return v.number().map(into(c.watch.alerts.eta_clear_factor));
      }},
     {"alerts.clear_samples",
-     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
-       return reader.number(node, key).map(
-           [&](double value) { alerts(config).clear_samples = static_cast<int>(value); });
+     [](const Value& v, DaemonConfig& c) {
+       return v.number().map(into(c.watch.alerts.clear_samples));
      }},
     {"alerts.oom_scope",
-     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
-       return reader.string(node, key).and_then([&](const std::string& text) -> Result<void> {
+     [](const Value& v, DaemonConfig& c) {
+       return v.string().and_then([&](const std::string& text) -> Result<void> {
          auto scope = parse_oom_scope(text);
-         if (!scope) return fail(reader.error(node, key, scope.error().message));
-         alerts(config).oom_scope = *scope;
+         if (!scope) return fail(v.reader.error(v.node, v.key, scope.error().message));
+         c.watch.alerts.oom_scope = *scope;
          return {};
        });
      }},
     {"alerts.ckpt_size",
-     [](const Reader& reader, const toml::node& node, std::string_view key, DaemonConfig& config) {
-       return reader.size(node, key).map(
-           [&](std::uint64_t value) { alerts(config).checkpoint_bytes = value; });
+     [](const Value& v, DaemonConfig& c) {
+       return v.size().map(into(c.watch.alerts.checkpoint_bytes));
      }},
-    {"alerts.keep", set_size < [](DaemonConfig& c) -> auto& {return alerts(c).keep;
-}
->
-}
-, {"delivery.timeout", set_duration < [](DaemonConfig& c) -> auto& {return c.delivery.timeout;
-}
->
-}
-, {"delivery.backoff", set_duration < [](DaemonConfig& c) -> auto& {return c.delivery.backoff;
-}
->
-}
-, {"delivery.retries", set_size < [](DaemonConfig& c) -> auto& {return c.delivery.retries;
-}
->
-}
-, {"delivery.queue", set_size < [](DaemonConfig& c) -> auto& {return c.delivery.queue_capacity;
-}
->
-}
-,
-}
-;
+    {"alerts.keep",
+     [](const Value& v, DaemonConfig& c) { return v.size().map(into(c.watch.alerts.keep)); }},
+    {"delivery.timeout",
+     [](const Value& v, DaemonConfig& c) { return v.duration().map(into(c.delivery.timeout)); }},
+    {"delivery.backoff",
+     [](const Value& v, DaemonConfig& c) { return v.duration().map(into(c.delivery.backoff)); }},
+    {"delivery.retries",
+     [](const Value& v, DaemonConfig& c) { return v.size().map(into(c.delivery.retries)); }},
+    {"delivery.queue",
+     [](const Value& v, DaemonConfig& c) { return v.size().map(into(c.delivery.queue_capacity)); }},
+};
 
 const Setter* find_key(std::string_view key) {
   for (const auto& [name, setter] : kKeys) {
@@ -429,7 +375,7 @@ Result<void> apply_table(const Reader& reader, const toml::table& table, std::st
                                               : fmt::format("unknown key in [{}]",
                                                             prefix.substr(0, prefix.size() - 1))));
     }
-    if (auto applied = (*setter)(reader, node, key, config); !applied) return applied;
+    if (auto applied = (*setter)(Value{reader, node, key}, config); !applied) return applied;
     reader.record(name, node);
   }
   return {};
@@ -497,15 +443,15 @@ Result<void> apply_flag(const FlagKey& spec, const std::vector<std::string>& val
   const std::string_view leaf = spec.key.substr(spec.key.rfind('.') + 1);
   Result<void> applied;
   if (spec.value) {
-    applied = (*setter)(reader, toml::value<bool>(*spec.value), leaf, config);
+    applied = (*setter)(Value{reader, toml::value<bool>(*spec.value), leaf}, config);
   } else if (spec.key == "dirs" || spec.key == "mounts") {
     toml::array list;
     for (const std::string& value : values) list.push_back(value);
-    applied = (*setter)(reader, list, leaf, config);
+    applied = (*setter)(Value{reader, list, leaf}, config);
   } else {
     std::string value = values.empty() ? std::string() : values.back();
     if (value.empty() && !spec.if_empty.empty()) value = spec.if_empty;
-    applied = (*setter)(reader, toml::value<std::string>(std::move(value)), leaf, config);
+    applied = (*setter)(Value{reader, toml::value<std::string>(std::move(value)), leaf}, config);
   }
   if (!applied) return applied;
   config.origins[std::string(spec.key)] = Origin::of_flag(flag);
