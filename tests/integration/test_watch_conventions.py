@@ -153,8 +153,9 @@ wait
     start, end = map(float, (scratch / "took").read_text().split())
     assert end - start < 3, f"--once took {end - start:.1f}s"
     text = (scratch / "once.txt").read_text()
-    assert "collecting" not in text, text
     rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(str(mnt))}
+    # The host's own /tmp row may still be collecting when other work writes there.
+    assert not any("collecting" in row for row in rows.values()), text
     assert "not filling" in rows[f"{mnt}/idle"], text
     assert "full in: " in rows[str(mnt)] and "not filling" not in rows[str(mnt)], text
 
