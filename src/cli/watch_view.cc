@@ -34,7 +34,7 @@ std::string render_step(const WatchStep& step) {
   for (const FilesystemSample& filesystem : step.sample.filesystems) {
     if (!filesystem.ok) {
       out += fmt::format("{:<24} {:<4} not watchable: {}\n", filesystem.path,
-                         to_string(filesystem.role), filesystem.error);
+                         to_string(filesystem.role), filesystem.why());
       continue;
     }
     out += fmt::format("{:<24} {:<4} {:>10} free of {:>10} ({:>6} used) {:<8} full in: {}\n",
@@ -77,7 +77,9 @@ std::string render_step(const WatchStep& step) {
                                                   format_bytes(unknown)));
   }
   for (const ProbeStatus& probe : sample.probes) {
-    if (!probe.success) out += fmt::format("probe {} failed: {}\n", probe.probe, probe.error);
+    if (!probe.success)
+      out += fmt::format("probe {} failed: {}\n", probe.probe,
+                         probe.error ? probe.error->message : "");
   }
   return out;
 }

@@ -153,7 +153,7 @@ Result<std::unique_ptr<HttpServer>> listen_on(const std::string& address,
 std::map<std::string, std::string> stuck_paths(const WatchStep& step) {
   std::map<std::string, std::string> stuck;
   for (const FilesystemSample& filesystem : step.sample.filesystems) {
-    if (filesystem.stuck) stuck.emplace(filesystem.path, filesystem.error);
+    if (filesystem.stuck) stuck.emplace(filesystem.path, filesystem.error->message);
   }
   return stuck;
 }

@@ -163,7 +163,7 @@ void AlertEngine::filesystem_identity_conditions(const Sample& sample,
     // hangs too (a job writing a checkpoint there sleeps in D state).
     out.push_back({"filesystem_stuck", filesystem.mountpoint, Severity::kCritical, filesystem.stuck,
                    !filesystem.stuck, false, filesystem.stuck ? 1.0 : 0.0, 0,
-                   filesystem.stuck ? filesystem.error
+                   filesystem.stuck ? filesystem.why()
                                     : fmt::format("{} answers again", filesystem.mountpoint),
                    labels});
     if (!filesystem.ok) continue;
@@ -276,7 +276,7 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                    0,
                    filesystem.ok
                        ? fmt::format("{} is back", filesystem.path)
-                       : fmt::format("{} cannot be watched: {}", filesystem.path, filesystem.error),
+                       : fmt::format("{} cannot be watched: {}", filesystem.path, filesystem.why()),
                    {{"path", filesystem.path}, {"role", std::string(to_string(filesystem.role))}}});
   }
   for (const FilesystemSample* filesystem : distinct_filesystems(sample)) {

@@ -20,7 +20,7 @@ Json filesystem_json(const FilesystemSample& filesystem, const Predictions& pred
       {"path", filesystem.path}, {"role", to_string(filesystem.role)}, {"ok", filesystem.ok}};
   if (filesystem.expect_mount && filesystem.ok) json["is_mount"] = filesystem.is_mount;
   if (!filesystem.ok) {
-    json["error"] = filesystem.error;
+    json["error"] = filesystem.why();
     if (filesystem.stuck) json["stuck"] = true;
     return json;
   }
@@ -115,7 +115,7 @@ Json to_json(const WatchStep& step) {
     Json entry = {{"probe", probe.probe},
                   {"success", probe.success},
                   {"duration_seconds", probe.duration_seconds}};
-    if (!probe.success) entry["error"] = probe.error;
+    if (probe.error) entry["error"] = probe.error->message;
     json["probes"].push_back(entry);
   }
   json["alerts"] = Json::array();

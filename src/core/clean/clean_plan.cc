@@ -233,8 +233,8 @@ class Planner {
       item.bytes = tree.allocated_bytes;
       item.files = tree.entries;
       if (tree.kept) return keep(path, *tree.kept, item.bytes);
-      if (!tree.error.empty())
-        return keep(path, "could not read all of it: " + tree.error, item.bytes);
+      if (tree.error)
+        return keep(path, "could not read all of it: " + tree.error->message, item.bytes);
       newest = tree.newest_activity_ns;
     }
     const auto last_use = std::chrono::system_clock::time_point(

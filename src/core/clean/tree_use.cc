@@ -59,7 +59,7 @@ std::optional<std::string> first_use(int dir_fd, const std::string& name,
         return reason;
       });
   if (tree.kept) return name + "/" + *tree.kept;
-  if (!tree.error.empty()) return name + ": could not read all of it: " + tree.error;
+  if (tree.error) return name + ": could not read all of it: " + tree.error->message;
   return std::nullopt;
 }
 

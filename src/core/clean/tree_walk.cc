@@ -63,15 +63,15 @@ class Walk {
 
   template <typename Visit, typename Leave>
   void run(int dir_fd, const std::string& prefix, int depth, Visit& visit, Leave& leave,
-           std::string& error) {
+           std::optional<Error>& error) {
     std::vector<std::string> names;
+    const std::string here = prefix.empty() ? "." : prefix;
     if (depth > kMaxDepth) {
-      if (error.empty()) error = (prefix.empty() ? "." : prefix) + ": deeper than 128 levels";
+      if (!error) error = Error{Error::Code::kUnsupported, here + ": deeper than 128 levels"};
       return;
     }
     if (!list_names(dir_fd, names)) {
-      if (error.empty())
-        error = fmt::format("{}: {}", prefix.empty() ? "." : prefix, std::strerror(errno));
+      if (!error) error = Error::from_errno(errno, here);
       return;
     }
     for (const std::string& name : names) {
@@ -88,8 +88,12 @@ class Walk {
       if (!visit(entry, keep) || stat.kind != walk::FileKind::kDirectory) continue;
       const UniqueFd child = open_child_dir(dir_fd, name, stat);
       if (!child.ok()) {
-        if (error.empty())
-          error = fmt::format("{}: changed while walking ({})", relative, std::strerror(errno));
+        if (!error) {
+          const int failed = errno;
+          error =
+              Error{Error::from_errno(failed, relative).code,
+                    fmt::format("{}: changed while walking ({})", relative, std::strerror(failed))};
+        }
         continue;
       }
       run(child.get(), relative, depth + 1, visit, leave, error);
@@ -130,7 +134,7 @@ TreeSummary summarize_tree(int dir_fd, const walk::FileStat& root, const EntryRu
 
 RemoveOutcome remove_tree_contents(int dir_fd, const walk::FileStat& root, const EntryRule& rule) {
   RemoveOutcome outcome;
-  std::string error;
+  std::optional<Error> error;
   Walk walker(root, rule);
   auto visit = [&](const TreeEntry& entry, const std::optional<std::string>& keep) {
     if (keep) {
@@ -154,7 +158,7 @@ RemoveOutcome remove_tree_contents(int dir_fd, const walk::FileStat& root, const
     }
   };
   walker.run(dir_fd, "", 0, visit, leave, error);
-  if (!error.empty()) outcome.kept.push_back(error);
+  if (error) outcome.kept.push_back(error->message);
   return outcome;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/walk/file_stat.h"
 
 namespace headroom {
@@ -39,7 +40,7 @@ struct TreeSummary {
   std::uint64_t allocated_bytes = 0;    ///< disk bytes, the root included, hard links each time
   std::int64_t newest_activity_ns = 0;  ///< last_activity_ns of the newest entry, the root too
   std::optional<std::string> kept;      ///< the first "relative/path: reason" to keep something
-  std::string error;                    ///< first error (a directory that could not be read)
+  std::optional<Error> error;           ///< the first directory that could not be read, and why
 };
 
 /// Walks the directory open at `dir_fd` (whose statx is `root`), applying `rule` to every

@@ -81,9 +81,10 @@ FilesystemSample measured(const Context& context, const std::vector<MountEntry>*
   filesystem.role = watched.role;
   filesystem.expect_mount = watched.expect_mount;
   if (!answer.stats) {
-    filesystem.error = answer.real.empty()
-                           ? fmt::format("{}: {}", filesystem.path, answer.stats.error().message)
-                           : answer.stats.error().message;
+    filesystem.error = answer.stats.error();
+    if (answer.real.empty()) {
+      filesystem.error->message = fmt::format("{}: {}", filesystem.path, filesystem.error->message);
+    }
     return filesystem;
   }
   const FsStats& stats = *answer.stats;
@@ -121,10 +122,13 @@ FilesystemSample stuck_sample(const std::vector<MountEntry>* mounts, const Watch
   } else {
     filesystem.mountpoint = filesystem.path;
   }
-  filesystem.error = fmt::format(
-      "statfs of {} has not answered for {}: the mount hangs (NFS server or FUSE daemon gone?)",
-      filesystem.mountpoint,
-      format_duration(std::chrono::duration_cast<std::chrono::seconds>(now - pending.started)));
+  filesystem.error = Error{
+      Error::Code::kIo,
+      fmt::format(
+          "statfs of {} has not answered for {}: the mount hangs (NFS server or FUSE daemon gone?)",
+          filesystem.mountpoint,
+          format_duration(
+              std::chrono::duration_cast<std::chrono::seconds>(now - pending.started)))};
   return filesystem;
 }
 
@@ -182,7 +186,7 @@ void sample_filesystems(const Context& context, const std::vector<WatchedPath>& 
         FilesystemSample& filesystem = measured_paths[index];
         filesystem = done ? measured(context, table, paths[index], pending.answers[at])
                           : stuck_sample(table, paths[index], pending, now);
-        if (!filesystem.ok && failed++ == 0) first_error = filesystem.error;
+        if (!filesystem.ok && failed++ == 0) first_error = filesystem.error->message;
         hung += filesystem.stuck ? 1 : 0;
       }
       if (!done) stuck[key] = group.pending;

@@ -45,8 +45,11 @@ struct FilesystemSample {
   bool stuck = false;
   /// Configured as a mount point (SampleOptions::mounts); `is_mount` says whether it is one.
   bool expect_mount = false;
-  bool is_mount = false;  ///< the path is the mount point of its filesystem
-  std::string error;
+  bool is_mount = false;       ///< the path is the mount point of its filesystem
+  std::optional<Error> error;  ///< why it was not measured (!ok); its message names the path
+
+  /// error's message, "" when measured.
+  [[nodiscard]] std::string why() const { return error ? error->message : std::string(); }
   std::uint64_t total_bytes = 0;
   std::uint64_t free_bytes = 0;   ///< f_bfree: includes the blocks reserved for root
   std::uint64_t avail_bytes = 0;  ///< f_bavail: what a training job can still write
@@ -124,8 +127,7 @@ struct ProbeStatus {
       probe;  ///< "filesystem", "meminfo", "pressure", "cgroup", "fds", "shm_stale", "vmstat"
   bool success = false;
   double duration_seconds = 0;
-  std::string error;                          ///< why it failed, empty on success
-  Error::Code error_code = Error::Code::kIo;  ///< the kind of failure, when `error` is set
+  std::optional<Error> error;  ///< why it failed (callers filter by its code), none on success
 };
 
 /// Everything measured at one instant. Optional fields are nullopt when their

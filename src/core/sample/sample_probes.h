@@ -46,8 +46,7 @@ void run_probe(const Context& context, Sample& sample, std::string name, Body&& 
   const auto elapsed = context.syscalls->monotonic() - start;
   sample.probes.push_back({std::move(name), result.has_value(),
                            std::chrono::duration<double>(elapsed).count(),
-                           result ? std::string() : result.error().message,
-                           result ? Error::Code::kIo : result.error().code});
+                           result ? std::nullopt : std::optional<Error>(result.error())});
 }
 
 }  // namespace headroom

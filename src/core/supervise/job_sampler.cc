@@ -85,8 +85,8 @@ void JobSampler::tick() {
   auto step = watcher_->step();
   if (step) {
     for (const ProbeStatus& probe : step->sample.probes) {
-      if (!probe.success && !probe.error.empty()) {
-        unreadable_.push_back({"probe " + probe.probe, Error{probe.error_code, probe.error}});
+      if (probe.error) {
+        unreadable_.push_back({"probe " + probe.probe, *probe.error});
       }
     }
     for (const AlertEvent& event : step->events) {

@@ -95,7 +95,7 @@ TEST(AlertEngine, AHungMountIsStuckNotMissingAndItsAlertsHold) {
   hung.path = "/data/ckpt";
   hung.mountpoint = "/data";
   hung.stuck = true;
-  hung.error = "statfs of /data has not answered for 2s";
+  hung.error = Error{Error::Code::kIo, "statfs of /data has not answered for 2s"};
   const auto events = engine.evaluate(sample_at(5, hung), {});
   const auto stuck = of(events, "filesystem_stuck");
   ASSERT_EQ(stuck.size(), 1u);

@@ -348,7 +348,7 @@ TEST(AlertEngine, MissingPathIsReportedAndResolvesWhenBack) {
     Sample sample = at(i, kTotal);
     if (i >= 2 && i < 5) {
       sample.filesystems[0].ok = false;
-      sample.filesystems[0].error = "/ckpt: No such file or directory";
+      sample.filesystems[0].error = Error::from_errno(ENOENT, "/ckpt");
     }
     for (const AlertEvent& event : engine.evaluate(sample, {})) {
       if (event.rule == "path_missing") kinds.push_back(event.kind);

@@ -79,7 +79,7 @@ TEST(SampleFilesystems, AHungMountIsStuckAndEverythingElseIsMeasured) {
   EXPECT_TRUE(hung.stuck);
   EXPECT_FALSE(hung.ok);
   EXPECT_EQ(hung.mountpoint, "/proc");
-  EXPECT_NE(hung.error.find("has not answered"), std::string::npos) << hung.error;
+  EXPECT_NE(hung.why().find("has not answered"), std::string::npos) << hung.why();
   EXPECT_TRUE(find(*first, "/").ok);
   EXPECT_TRUE(first->memory.has_value());  // the other probes went on
 
