@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Iterable, List, Mapping, Optional, Union
 
 from . import _headroom
@@ -74,15 +73,8 @@ def resolve_dirs(dirs: Dirs, cwd: str) -> List[str]:
     if dirs is None:
         return [cwd]
     entries = one_or_list(dirs, (str, os.PathLike), "dirs must be a path or a list of paths")
-    resolved = []
-    for entry in entries:
-        path = Path(cwd, check_path(entry, "dirs"))
-        if not path.exists():
-            raise FileNotFoundError(f"dirs: {os.fspath(entry)}: no such directory")
-        if not path.is_dir():
-            raise NotADirectoryError(f"dirs: {os.fspath(entry)}: not a directory")
-        resolved.append(os.path.normpath(str(path)))
-    return resolved or [cwd]
+    # The core's rule, the one check --dir follows.
+    return _headroom.resolve_job_dirs([check_path(entry, "dirs") for entry in entries], cwd)
 
 
 def check_options(dirs: Dirs = None, *, workers: int = 0, batch_bytes: Optional[Size] = None,

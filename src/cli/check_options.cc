@@ -1,13 +1,11 @@
 #include "cli/check_options.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <utility>
 
+#include "core/operand.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -91,19 +89,9 @@ void add_check_flags(CLI::App& app, CheckFlags& flags) {
 Result<CheckOptions> to_check_options(const CheckFlags& flags,
                                       const std::filesystem::path& working_directory) {
   CheckOptions options;
-  for (const std::string& dir : flags.dirs) {
-    std::filesystem::path path = dir;
-    if (path.is_relative()) path = working_directory / path;
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) {
-      return fail(Error::invalid(fmt::format("--dir {}: {}", dir, std::strerror(errno))));
-    }
-    if (!S_ISDIR(info.st_mode)) {
-      return fail(Error::invalid(fmt::format("--dir {}: not a directory", dir)));
-    }
-    options.dirs.push_back(path.lexically_normal());
-  }
-  if (options.dirs.empty()) options.dirs.push_back(working_directory);
+  auto dirs = resolve_job_dirs(flags.dirs, working_directory);
+  if (!dirs) return fail(Error::invalid("--dir " + dirs.error().message));
+  options.dirs = std::move(*dirs);
 
   auto checkpoint = optional_size(flags.checkpoint_size, "--ckpt-size");
   if (!checkpoint) return fail(checkpoint.error());

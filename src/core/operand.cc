@@ -1,6 +1,9 @@
 #include "core/operand.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 namespace headroom {
 
@@ -19,6 +22,22 @@ Result<Operand> resolve_operand(const Context& context, const std::string& text)
   auto resolved = context.root.resolve(given);
   if (!resolved) return fail(resolved.error());
   return Operand{given, *resolved};
+}
+
+Result<std::vector<std::filesystem::path>> resolve_job_dirs(
+    const std::vector<std::string>& dirs, const std::filesystem::path& working_directory) {
+  std::vector<std::filesystem::path> resolved;
+  for (const std::string& dir : dirs) {
+    std::filesystem::path path = dir;
+    if (path.is_relative()) path = working_directory / path;
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) return fail(Error::from_errno(errno, dir));
+    if (!S_ISDIR(info.st_mode))
+      return fail(Error::invalid(fmt::format("{}: not a directory", dir)));
+    resolved.push_back(path.lexically_normal());
+  }
+  if (resolved.empty()) resolved.push_back(working_directory);
+  return resolved;
 }
 
 }  // namespace headroom

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -22,5 +23,13 @@ struct Operand {
 /// `text` as an operand; an empty `text` is the working directory. Fails like stat(2)
 /// (ENOENT, EACCES, ELOOP), naming the component that failed.
 [[nodiscard]] Result<Operand> resolve_operand(const Context& context, const std::string& text);
+
+/// The directories a job writes to (check's --dir, the Python module's dirs=): each made
+/// absolute against `working_directory` and normalized, and each a directory (a symlink to
+/// one counts). None given: the working directory. An error names the entry as given:
+/// "ckpt: No such file or directory" (kNotFound, kPermissionDenied...), "run.log: not a
+/// directory" (kInvalidArgument); fronts put their flag or argument name before it.
+[[nodiscard]] Result<std::vector<std::filesystem::path>> resolve_job_dirs(
+    const std::vector<std::string>& dirs, const std::filesystem::path& working_directory);
 
 }  // namespace headroom

@@ -15,6 +15,7 @@
 #include "core/checks/check.h"
 #include "core/error.h"
 #include "core/live_context.h"
+#include "core/operand.h"
 #include "core/report/json.h"
 #include "core/units.h"
 #include "python/errors.h"
@@ -65,6 +66,25 @@ std::string run_checks_json(const CheckOptions& options,
   return to_json(run_checks(context, options)).dump();
 }
 
+/// The core's resolve_job_dirs as strings; its errors name the argument `dirs` and keep
+/// Python's own classes (NotADirectoryError, FileNotFoundError, PermissionError).
+std::vector<std::string> resolve_job_dirs_py(const std::vector<std::string>& dirs,
+                                             const std::filesystem::path& working_directory) {
+  auto resolved = resolve_job_dirs(dirs, working_directory);
+  if (!resolved) {
+    Error error = resolved.error();
+    error.message = "dirs: " + error.message;
+    if (error.code == Error::Code::kInvalidArgument) {
+      PyErr_SetString(PyExc_NotADirectoryError, error.message.c_str());
+      throw py::error_already_set();
+    }
+    raise_error(error);
+  }
+  std::vector<std::string> paths;
+  for (const std::filesystem::path& path : *resolved) paths.push_back(path.string());
+  return paths;
+}
+
 }  // namespace
 
 }  // namespace headroom
@@ -99,6 +119,9 @@ PYBIND11_MODULE(_headroom, module) {
   module.def("run_checks", &headroom::run_checks_json, py::arg("options"), py::arg("environment"),
              py::arg("working_directory"), py::arg("root") = "/",
              "Runs the checks (GIL released) and returns the report as a JSON string.");
+  module.def("resolve_job_dirs", &headroom::resolve_job_dirs_py, py::arg("dirs"),
+             py::arg("working_directory"),
+             "The dirs a job writes to, absolute and checked; none given: the working directory.");
   module.def(
       "dataloader_shm_need",
       [](const CheckOptions& options) { return headroom::dataloader_shm_need(options); },

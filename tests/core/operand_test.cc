@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/fake_syscalls.h"
 #include "core/scratch_root.h"
@@ -83,6 +84,30 @@ TEST_F(OperandTest, LoopsAndDanglingLinksAreErrorsNamingThePath) {
   EXPECT_NE(dangling.error().message.find("/nowhere"), std::string::npos)
       << dangling.error().message;
   EXPECT_EQ(dangling.error().code, Error::Code::kNotFound);
+}
+
+/// check --dir and the Python module's dirs= go through this one rule.
+TEST(JobDirs, AbsoluteNormalizedAndEachADirectory) {
+  testing::ScratchRoot scratch;
+  const fs::path cwd = scratch.path();
+  fs::create_directories(cwd / "ckpt/run1");
+  fs::create_symlink("ckpt/run1", cwd / "latest");
+  { std::ofstream(cwd / "train.log") << "x"; }
+  auto dirs = resolve_job_dirs({"ckpt/./run1/", "latest", (cwd / "ckpt").string()}, cwd);
+  ASSERT_TRUE(dirs) << dirs.error().message;
+  EXPECT_EQ(*dirs, (std::vector<fs::path>{cwd / "ckpt/run1/", cwd / "latest", cwd / "ckpt"}));
+  auto none = resolve_job_dirs({}, cwd);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(*none, std::vector<fs::path>{cwd});
+
+  auto missing = resolve_job_dirs({"ckpt", "nope"}, cwd);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, Error::Code::kNotFound);
+  EXPECT_EQ(missing.error().message, "nope: No such file or directory");
+  auto file = resolve_job_dirs({"train.log"}, cwd);
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().code, Error::Code::kInvalidArgument);
+  EXPECT_EQ(file.error().message, "train.log: not a directory");
 }
 
 }  // namespace
