@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "core/du/du_render.h"
+#include "core/du/render.h"
 #include "core/operand.h"
 #include "core/units.h"
 

@@ -1,6 +1,7 @@
 // headroom prune: checkpoint retention, dry run unless --yes.
 
 #include "core/prune/prune.h"
+#include "core/prune/render.h"
 
 #include <iostream>
 #include <memory>

@@ -16,8 +16,8 @@
 #include <optional>
 
 #include "cli/watch_args.h"
-#include "cli/watch_view.h"
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
+#include "core/alerts/render.h"
 #include "core/units.h"
 
 #ifdef HEADROOM_HAVE_DAEMON
@@ -124,7 +124,7 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
     } else if (globals.json) {
       fmt::print("{}\n", to_json(step).dump());
     } else if (bounded && steps == hooks.max_samples) {
-      std::fputs(render_step(step).c_str(), stdout);
+      std::fputs(render_watch_text(step).c_str(), stdout);
       if (once) {
         fmt::print(
             "full in: at the rate of the last {} ({} samples); the daemon predicts over {}\n",

@@ -183,4 +183,25 @@ std::string format_count(std::uint64_t count, std::string_view noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
 
+std::string format_age(std::int64_t now_ns, std::int64_t then_ns) {
+  if (then_ns <= 0) return "-";
+  const std::int64_t seconds = (now_ns - then_ns) / 1'000'000'000;
+  if (seconds < 0) return "in future";
+  if (seconds < 60) return fmt::format("{}s ago", seconds);
+  if (seconds < 3600) return fmt::format("{}m ago", seconds / 60);
+  if (seconds < 86400 * 2) return fmt::format("{}h ago", seconds / 3600);
+  return fmt::format("{}d ago", seconds / 86400);
+}
+
+std::string format_count(std::uint64_t count) {
+  const std::string digits = std::to_string(count);
+  std::string grouped;
+  grouped.reserve(digits.size() + digits.size() / 3);
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped.push_back(',');
+    grouped.push_back(digits[i]);
+  }
+  return grouped;
+}
+
 }  // namespace headroom

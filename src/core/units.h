@@ -32,6 +32,10 @@ namespace headroom {
 [[nodiscard]] std::string format_percent(double percent);
 /// A count and its noun, plural unless 1: "1 rank", "4 workers".
 [[nodiscard]] std::string format_count(std::uint64_t count, std::string_view noun);
+/// 1234567 -> "1,234,567".
+[[nodiscard]] std::string format_count(std::uint64_t count);
+/// "45s ago", "12m ago", "3h ago", "5d ago"; "in future" for clock skew; "-" for no time.
+[[nodiscard]] std::string format_age(std::int64_t now_ns, std::int64_t then_ns);
 
 constexpr std::uint64_t kKiB = 1024;
 constexpr std::uint64_t kMiB = 1024 * kKiB;

@@ -9,7 +9,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 #include "core/sys_root.h"
 #include "core/unique_fd.h"
 

@@ -9,7 +9,7 @@
 #include <csignal>
 #include <thread>
 
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 #include "daemon/sink_factories.h"
 
 extern char** environ;

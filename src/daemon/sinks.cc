@@ -14,7 +14,7 @@
 #include <map>
 #include <set>
 
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 #include "core/safe_output.h"
 #include "daemon/sink_factories.h"
 

@@ -8,7 +8,7 @@
 
 #include <thread>
 
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 #include "daemon/curl_api.h"
 #include "daemon/redact.h"
 #include "daemon/sink_factories.h"

@@ -4,6 +4,7 @@
 // as JSON: the document of `headroom prune --json` (docs/json.md).
 
 #include "core/prune/prune.h"
+#include "core/prune/render.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

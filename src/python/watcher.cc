@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 #include "core/live_context.h"
 #include "python/errors.h"
 

@@ -4,7 +4,6 @@
 // closed and files deleted while open. The CLI adds flags and the exit code.
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,7 +12,6 @@
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
 #include "core/operand.h"
-#include "core/report/style.h"
 
 namespace headroom {
 
@@ -38,13 +36,5 @@ struct WhoAnswer {
 /// Errors: a path that cannot be resolved or stat'ed, or /proc unreadable.
 [[nodiscard]] Result<WhoAnswer> who(const Context& context, std::span<const std::string> paths,
                                     bool with_cmdline);
-
-/// The JSON document of `headroom who --json` (docs/json.md).
-[[nodiscard]] nlohmann::ordered_json who_to_json(const WhoAnswer& answer);
-
-/// The text report: per path a headline and a table of holders, then what could not be
-/// seen (`as_root`: the caller is root, so "run as root" is not advised).
-[[nodiscard]] std::string render_who_text(const WhoAnswer& answer, const TextStyle& style,
-                                          bool as_root);
 
 }  // namespace headroom

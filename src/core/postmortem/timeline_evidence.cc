@@ -170,7 +170,7 @@ void memory_evidence(const PostmortemInput& input, const std::vector<OomEvent>& 
   // can exceed the very limit that killed the job (issue 20 #13).
   if (const auto peak = cgroup_memory_peak(input)) {
     result.evidence.push_back({"cgroup_memory_peak_bytes", *peak, "bytes"});
-  } else {
+  } else if (peak_tree > 0) {  // no sample of the job's tree: nothing was measured
     result.evidence.push_back({"job_rss_peak_bytes", peak_tree, "bytes"});
   }
   // The kernel's own high-water mark of the largest process (wait4), which samples miss

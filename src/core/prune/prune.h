@@ -5,14 +5,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/context.h"
 #include "core/error.h"
 #include "core/prune/removal.h"
-#include "core/report/text.h"
 #include "core/series/checkpoints.h"
 #include "core/series/retention.h"
 
@@ -47,10 +45,5 @@ struct PruneResult {
 
 /// Scans, plans and, with options.remove, removes.
 [[nodiscard]] Result<PruneResult> run_prune(const Context& context, const PruneOptions& options);
-
-/// The plan (or the outcome) for people, answer first; ends with a newline.
-[[nodiscard]] std::string render_prune_text(const PruneResult& result, const TextStyle& style);
-/// The documented JSON document (docs/json.md, "headroom prune --json").
-[[nodiscard]] nlohmann::ordered_json prune_to_json(const PruneResult& result);
 
 }  // namespace headroom

@@ -1,5 +1,7 @@
 #include "core/report/style.h"
 
+#include <fmt/format.h>
+
 namespace headroom {
 
 std::string severity_color(Severity severity, const TextStyle& style) {
@@ -18,5 +20,10 @@ std::string severity_color(Severity severity, const TextStyle& style) {
 }
 
 std::string color_reset(const TextStyle& style) { return style.color ? "\x1b[0m" : ""; }
+
+std::string paint(const TextStyle& style, std::string_view color, const std::string& text) {
+  if (!style.color) return text;
+  return fmt::format("{}{}{}", color, text, "\033[0m");
+}
 
 }  // namespace headroom

@@ -5,6 +5,7 @@
 // headroom-watch links it without the report renderer.
 
 #include <string>
+#include <string_view>
 
 #include "core/finding.h"
 
@@ -20,5 +21,8 @@ struct TextStyle {
 [[nodiscard]] std::string severity_color(Severity severity, const TextStyle& style);
 /// The ANSI reset, or "" without colour.
 [[nodiscard]] std::string color_reset(const TextStyle& style);
+/// `text` wrapped in the ANSI `color` and a reset when the style has colour.
+[[nodiscard]] std::string paint(const TextStyle& style, std::string_view color,
+                                const std::string& text);
 
 }  // namespace headroom

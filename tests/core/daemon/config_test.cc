@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 #include "core/signal_names.h"
 #include "daemon/metrics.h"
 #include "daemon/sinks.h"

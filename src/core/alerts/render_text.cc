@@ -1,4 +1,4 @@
-#include "cli/watch_view.h"
+#include "core/alerts/render.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "core/units.h"
 
-namespace headroom::cli {
+namespace headroom {
 
 namespace {
 
@@ -29,7 +29,7 @@ std::string clock_time(std::chrono::system_clock::time_point time) {
 }  // namespace
 
 /// The human form of one step: the filesystems first (what fills up), then memory.
-std::string render_step(const WatchStep& step) {
+std::string render_watch_text(const WatchStep& step) {
   std::string out;
   for (const FilesystemSample& filesystem : step.sample.filesystems) {
     if (!filesystem.ok) {
@@ -98,7 +98,7 @@ std::string LiveView::frame(const WatchStep& step) {
       "headroom watch: every {}, predictions over the last {}; sample at {} "
       "(Ctrl-C stops)\n\n",
       format_setting(interval_), format_setting(window_), clock_time(step.sample.time));
-  out += render_step(step);
+  out += render_watch_text(step);
   // A rule that is critical for a subject is also warn for it (two alerts, as
   // in Prometheus, where Alertmanager inhibits the warning): show the worse.
   std::vector<const AlertEvent*> shown;
@@ -127,4 +127,4 @@ std::string LiveView::frame(const WatchStep& step) {
   return out;
 }
 
-}  // namespace headroom::cli
+}  // namespace headroom

@@ -1,4 +1,4 @@
-#include "core/alerts/watch_json.h"
+#include "core/alerts/render.h"
 
 #include <fmt/format.h>
 

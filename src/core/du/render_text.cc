@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "core/du/du_render.h"
+#include "core/du/render.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -46,32 +46,6 @@ std::string list_problems(const DuReport& report) {
 }
 
 }  // namespace
-
-std::string paint(const TextStyle& style, std::string_view color, const std::string& text) {
-  if (!style.color) return text;
-  return fmt::format("{}{}{}", color, text, kReset);
-}
-
-std::string format_age(std::int64_t now_ns, std::int64_t then_ns) {
-  if (then_ns <= 0) return "-";
-  const std::int64_t seconds = (now_ns - then_ns) / 1'000'000'000;
-  if (seconds < 0) return "in future";
-  if (seconds < 60) return fmt::format("{}s ago", seconds);
-  if (seconds < 3600) return fmt::format("{}m ago", seconds / 60);
-  if (seconds < 86400 * 2) return fmt::format("{}h ago", seconds / 3600);
-  return fmt::format("{}d ago", seconds / 86400);
-}
-
-std::string format_count(std::uint64_t count) {
-  const std::string digits = std::to_string(count);
-  std::string grouped;
-  grouped.reserve(digits.size() + digits.size() / 3);
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped.push_back(',');
-    grouped.push_back(digits[i]);
-  }
-  return grouped;
-}
 
 std::string render_du_text(const DuReport& report, const TextStyle& style) {
   const walk::SizeKind size = report.size;

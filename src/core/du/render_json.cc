@@ -1,6 +1,6 @@
 // The JSON rendering of `headroom du` (docs/json.md, "headroom du --json").
 
-#include "core/du/du_render.h"
+#include "core/du/render.h"
 
 namespace headroom {
 

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "core/du/du_render.h"
+#include "core/report/style.h"
 #include "core/prune/prune.h"
+#include "core/prune/render.h"
 #include "core/units.h"
 
 namespace headroom {
