@@ -1,13 +1,13 @@
 // headroom prune: checkpoint retention, dry run unless --yes.
 
 #include "core/prune/prune.h"
-#include "core/prune/render.h"
 
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
 #include "core/operand.h"
+#include "core/prune/render.h"
 #include "core/units.h"
 
 namespace headroom::cli {

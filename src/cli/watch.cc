@@ -17,7 +17,6 @@
 
 #include "cli/watch_args.h"
 #include "core/alerts/render.h"
-#include "core/alerts/render.h"
 #include "core/units.h"
 
 #ifdef HEADROOM_HAVE_DAEMON

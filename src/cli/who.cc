@@ -3,13 +3,13 @@
 // their fd was closed and files deleted while open. Exit: 0 holders found,
 // 1 none, 2 usage error or /proc unreadable (like fuser).
 
-#include "core/inuse/render.h"
 #include "core/inuse/who.h"
 
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
+#include "core/inuse/render.h"
 
 namespace headroom::cli {
 

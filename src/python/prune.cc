@@ -4,7 +4,6 @@
 // as JSON: the document of `headroom prune --json` (docs/json.md).
 
 #include "core/prune/prune.h"
-#include "core/prune/render.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "core/live_context.h"
+#include "core/prune/render.h"
 #include "core/series/capacity.h"
 #include "core/series/series_space.h"
 #include "python/errors.h"

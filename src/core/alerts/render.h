@@ -49,5 +49,4 @@ class LiveView {
   std::map<std::string, AlertEvent> firing_;  ///< by AlertEvent::key()
 };
 
-
 }  // namespace headroom

@@ -1,8 +1,8 @@
-#include "core/alerts/render.h"
-
 #include <fmt/format.h>
 
 #include <ctime>
+
+#include "core/alerts/render.h"
 
 namespace headroom {
 

@@ -1,11 +1,10 @@
-#include "core/alerts/render.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <ctime>
 #include <vector>
 
+#include "core/alerts/render.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -1,10 +1,11 @@
 // The human and JSON renderings of `headroom prune`.
 
+#include "core/prune/render.h"
+
 #include <fmt/format.h>
 
-#include "core/report/style.h"
 #include "core/prune/prune.h"
-#include "core/prune/render.h"
+#include "core/report/style.h"
 #include "core/units.h"
 
 namespace headroom {

@@ -1,7 +1,6 @@
 // who() over a recorded tree: the holders of /dev/shm's files by fd, by a map whose fd
 // was closed, and of a file unlinked while mapped; the text and JSON of one answer.
 
-#include "core/inuse/render.h"
 #include "core/inuse/who.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <set>
 
 #include "core/fixture_context.h"
+#include "core/inuse/render.h"
 
 namespace headroom {
 namespace {
