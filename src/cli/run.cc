@@ -8,8 +8,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -38,13 +36,6 @@ constexpr double kMemoryEtaBelowPercent = 20.0;
 // before the rest is given up (docs/run.md, "Output").
 constexpr std::chrono::seconds kOutputStall{5};
 
-// The preflight's findings as run's JSON document carries them (check --json's objects).
-nlohmann::ordered_json findings_json(const Report& report) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const Finding& finding : report.findings) out.push_back(to_json(finding));
-  return out;
-}
-
 // The job was not started (exit 125, 126 or 127): the reason on stderr, as a line
 // or, with --json, as the run's document ({"started": false, ...}).
 int not_started(const Globals& globals, int code, const std::string& message,
@@ -57,7 +48,7 @@ int not_started(const Globals& globals, int code, const std::string& message,
   out["started"] = false;
   out["exit_code"] = code;
   out["error"] = message;
-  out["preflight"] = preflight != nullptr ? findings_json(*preflight) : nullptr;
+  out["preflight"] = preflight != nullptr ? findings_to_json(*preflight) : nullptr;
   std::cerr << out.dump() << "\n";
   return code;
 }
@@ -99,27 +90,6 @@ struct ReportTarget {
   UniqueFd dir;
 };
 
-// What a reader of headroom's output did not take: said, never dropped silently.
-std::string output_notices(const SupervisionResult& run, const RunCommand& command) {
-  std::string text;
-  for (const auto& [name, stats] : run.outputs) {
-    if (stats.dropped_bytes == 0 || stats.broken) continue;
-    text += fmt::format(
-        "headroom: {} of the job's output could not be written to headroom's {} (its reader "
-        "stopped reading; the longest wait was {}) and {}\n",
-        format_bytes(stats.dropped_bytes), name,
-        format_duration(std::chrono::duration_cast<std::chrono::seconds>(stats.longest_stall)),
-        command.log.empty() ? "was dropped (--log FILE keeps a complete copy)"
-                            : "was dropped there; --log " + command.log + " has it");
-  }
-  if (run.log && run.log->lost_bytes > 0) {
-    text +=
-        fmt::format("headroom: --log lost {} of output ({})\n", format_bytes(run.log->lost_bytes),
-                    run.log->last_error.empty() ? "the disk was too slow" : run.log->last_error);
-  }
-  return text;
-}
-
 void write_report(const ReportTarget& target, const std::string& text, SinkWriter& err) {
   auto file = open_output_at(target.dir.get(), target.path.filename().string(),
                              ExistingFile::kTruncate, 0600, target.path);
@@ -127,47 +97,19 @@ void write_report(const ReportTarget& target, const std::string& text, SinkWrite
     err.write("headroom: --report: " + file.error().message + "\n");
     return;
   }
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const ssize_t wrote = ::write(file->get(), rest.data(), rest.size());
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      err.write(fmt::format("headroom: --report {}: {}\n", target.path.string(),
-                            std::strerror(wrote < 0 ? errno : ENOSPC)));
-      return;
-    }
-    rest.remove_prefix(static_cast<std::size_t>(wrote));
+  if (auto written = write_all(file->get(), text, target.path); !written) {
+    err.write("headroom: --report " + written.error().message + "\n");
   }
-}
-
-// run --json: the --report document for every run (a successful one too), with the
-// preflight's findings and the live warnings, on one line of its own.
-std::string json_document(const Postmortem& postmortem, const SupervisionResult& run,
-                          const RunCommand& command, const Report* preflight) {
-  nlohmann::ordered_json out;
-  out["started"] = true;
-  const nlohmann::ordered_json report = postmortem_to_json(postmortem, run, command.command);
-  for (auto field = report.begin(); field != report.end(); ++field) out[field.key()] = *field;
-  out["preflight"] = preflight != nullptr ? findings_json(*preflight) : nullptr;
-  out["alerts"] = nlohmann::ordered_json::array();
-  for (const AlertEvent& event : run.alerts) {
-    if (event.kind == AlertKind::kResolved) continue;
-    out["alerts"].push_back({{"rule", event.rule},
-                             {"subject", event.subject},
-                             {"severity", to_string(event.severity)},
-                             {"summary", event.summary}});
-  }
-  return (run.stderr_line_open ? "\n" : "") + out.dump() + "\n";
 }
 
 int finish(const Context& context, const RunCommand& command, const Globals& globals,
            const CheckOptions& options, const SupervisionResult& run, const Catalog& catalog,
            const JobStart& started, const std::optional<ReportTarget>& report,
            const Report* preflight_report, SinkWriter& err) {
-  if (!globals.json) err.write(output_notices(run, command));
+  if (!globals.json) err.write(render_output_notices(run, command.log));
   const Postmortem postmortem = conclude_run(context, run, options, started, catalog);
   if (globals.json) {
-    err.write(json_document(postmortem, run, command, preflight_report));
+    err.write(run_to_json_line(postmortem, run, command.command, preflight_report));
   } else if (postmortem.stopped) {
     err.write(fmt::format("headroom: {}; exit {}\n", postmortem.summary, run.exit_code));
   } else if (postmortem.needed) {

@@ -116,4 +116,14 @@ bool names_open_file(int dir_fd, const std::string& name, int fd) {
          ::fstat(fd, &open) == 0 && named.st_dev == open.st_dev && named.st_ino == open.st_ino;
 }
 
+Result<void> write_all(int fd, std::string_view bytes, const std::filesystem::path& shown) {
+  while (!bytes.empty()) {
+    const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return fail(Error::from_errno(wrote < 0 ? errno : ENOSPC, shown.string()));
+    bytes.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+  return {};
+}
+
 }  // namespace headroom

@@ -52,6 +52,11 @@ enum class ExistingFile {
 [[nodiscard]] Result<void> check_output_at(int dir_fd, const std::string& name,
                                            const std::filesystem::path& shown);
 
+/// Writes all of `bytes` to `fd` (again after EINTR and short writes); an error names
+/// `shown` ("<shown>: No space left on device" when the disk took nothing more).
+[[nodiscard]] Result<void> write_all(int fd, std::string_view bytes,
+                                     const std::filesystem::path& shown);
+
 /// open_output_dir of the path's directory ("." when it has none), then open_output_at.
 [[nodiscard]] Result<UniqueFd> open_output(const std::filesystem::path& path, ExistingFile existing,
                                            mode_t create_mode);

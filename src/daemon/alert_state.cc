@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/alerts/render.h"
+#include "core/safe_output.h"
 #include "core/sys_root.h"
 #include "core/unique_fd.h"
 
@@ -86,16 +87,9 @@ Result<void> save_alert_state(const std::filesystem::path& path,
   const UniqueFd fd(
       ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.ok()) return fail(Error::from_errno(errno, temporary.string()));
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t wrote = ::write(fd.get(), text.data() + written, text.size() - written);
-    if (wrote < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      ::unlink(temporary.c_str());
-      return fail(Error::from_errno(saved, temporary.string()));
-    }
-    written += static_cast<std::size_t>(wrote);
+  if (auto written = write_all(fd.get(), text, temporary); !written) {
+    ::unlink(temporary.c_str());
+    return fail(written.error());
   }
   if (::fsync(fd.get()) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
     const int saved = errno;

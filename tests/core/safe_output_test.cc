@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "core/scratch_root.h"
 
@@ -140,6 +141,34 @@ TEST_F(SafeOutputTest, TheDirectoryFdOutlivesASwapOfItsPath) {
   EXPECT_TRUE(std::filesystem::exists(dir() / "moved" / "job.log"));
   EXPECT_FALSE(std::filesystem::exists(dir() / "elsewhere" / "job.log"));
   EXPECT_TRUE(names_open_file(dir_fd->get(), "job.log", file->get()));
+}
+
+/// write_all: everything through a pipe that takes it in pieces, and a full disk named.
+TEST(WriteAll, WritesEverythingOrSaysWhyNot) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string text(200'000, 'x');  // more than a pipe holds: several short writes
+  std::string read_back;
+  std::thread reader([&] {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(fds[0], buffer, sizeof buffer)) > 0) {
+      read_back.append(buffer, static_cast<std::size_t>(got));
+    }
+  });
+  const auto written = write_all(fds[1], text, "pipe");
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+  ASSERT_TRUE(written) << written.error().message;
+  EXPECT_EQ(read_back, text);
+
+  const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(full, 0);
+  const auto refused = write_all(full, "report", "/ckpt/report.json");
+  ::close(full);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "/ckpt/report.json: No space left on device");
 }
 
 }  // namespace

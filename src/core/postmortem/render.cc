@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include "core/alerts/rules.h"
 #include "core/report/json.h"
+#include "core/units.h"
 
 namespace headroom {
 
@@ -120,6 +122,44 @@ nlohmann::ordered_json postmortem_to_json(const Postmortem& postmortem,
   out["left_running"] = run.left_running;
   out["could_not_see"] = postmortem.could_not_see;
   return out;
+}
+
+std::string run_to_json_line(const Postmortem& postmortem, const SupervisionResult& run,
+                             const std::vector<std::string>& command, const Report* preflight) {
+  nlohmann::ordered_json out;
+  out["started"] = true;
+  const nlohmann::ordered_json report = postmortem_to_json(postmortem, run, command);
+  for (auto field = report.begin(); field != report.end(); ++field) out[field.key()] = *field;
+  out["preflight"] = preflight != nullptr ? findings_to_json(*preflight) : nullptr;
+  out["alerts"] = nlohmann::ordered_json::array();
+  for (const AlertEvent& event : run.alerts) {
+    if (event.kind == AlertKind::kResolved) continue;
+    out["alerts"].push_back({{"rule", event.rule},
+                             {"subject", event.subject},
+                             {"severity", to_string(event.severity)},
+                             {"summary", event.summary}});
+  }
+  return (run.stderr_line_open ? "\n" : "") + out.dump() + "\n";
+}
+
+std::string render_output_notices(const SupervisionResult& run, const std::string& log_path) {
+  std::string text;
+  for (const auto& [name, stats] : run.outputs) {
+    if (stats.dropped_bytes == 0 || stats.broken) continue;
+    text += fmt::format(
+        "headroom: {} of the job's output could not be written to headroom's {} (its reader "
+        "stopped reading; the longest wait was {}) and {}\n",
+        format_bytes(stats.dropped_bytes), name,
+        format_duration(std::chrono::duration_cast<std::chrono::seconds>(stats.longest_stall)),
+        log_path.empty() ? "was dropped (--log FILE keeps a complete copy)"
+                         : "was dropped there; --log " + log_path + " has it");
+  }
+  if (run.log && run.log->lost_bytes > 0) {
+    text +=
+        fmt::format("headroom: --log lost {} of output ({})\n", format_bytes(run.log->lost_bytes),
+                    run.log->last_error.empty() ? "the disk was too slow" : run.log->last_error);
+  }
+  return text;
 }
 
 }  // namespace headroom

@@ -37,4 +37,10 @@ nlohmann::ordered_json to_json(const Report& report) {
   };
 }
 
+nlohmann::ordered_json findings_to_json(const Report& report) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Finding& finding : report.findings) out.push_back(to_json(finding));
+  return out;
+}
+
 }  // namespace headroom

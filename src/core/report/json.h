@@ -11,6 +11,8 @@ namespace headroom {
 [[nodiscard]] nlohmann::ordered_json to_json(const Evidence& evidence);
 /// {"id", "subject", "severity", "summary", "evidence", "why", "remedy"[, "reason"]}.
 [[nodiscard]] nlohmann::ordered_json to_json(const Finding& finding);
+/// The findings of `report` as an array of to_json(Finding) (run's "preflight").
+[[nodiscard]] nlohmann::ordered_json findings_to_json(const Report& report);
 /// {"verdict", "environment", "findings": [...]}.
 [[nodiscard]] nlohmann::ordered_json to_json(const Report& report);
 
