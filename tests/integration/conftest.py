@@ -23,6 +23,17 @@ HEADROOM = os.environ.get("HEADROOM_BIN", str(REPO / "build/dev/src/cli/headroom
 PYTHON = "/usr/bin/python3"
 
 
+def fixture_tree(scenario: str, out: Path) -> Path:
+    """A recorded host of tests/fixtures/, assembled whole under `out` (its shared files
+    are stored once: tests/fixtures/fixtures.py)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("fixtures", REPO / "tests/fixtures/fixtures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.assemble(out, [scenario])
+    return out / scenario
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root for mount namespaces, tmpfs mounts and cgroups")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, REPO, check_json, evidence, finding, have_torch
+from conftest import PYTHON, REPO, check_json, evidence, finding, fixture_tree, have_torch
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -118,8 +118,8 @@ timeout -k 5 120 "$PY" job.py
         assert result.returncode == 0 and "trained" in result.stdout, result.stderr[-2000:]
 
 
-def test_strict_overcommit_on_a_recorded_tree_exits_1_with_the_fix(headroom):
-    root = REPO / "tests/fixtures/overcommit_strict"
+def test_strict_overcommit_on_a_recorded_tree_exits_1_with_the_fix(headroom, tmp_path):
+    root = fixture_tree("overcommit_strict", tmp_path / "strict")
     result = subprocess.run([headroom, "--root", str(root), "check", "--json", "--only", "memory.commit",
                              "--workers", "7", "--worker-rss", "1GiB"],
                             capture_output=True, text=True, timeout=60)
@@ -205,7 +205,7 @@ def test_memlock_without_rdma_is_ok_and_with_rdma_is_critical(headroom):
     assert "it does not matter here" in item["summary"]
 
     # The same limit with two mlx5 devices (a recorded tree: no RDMA adapter here).
-    root = REPO / "tests/fixtures/rdma_memlock_64k"
+    root = fixture_tree("rdma_memlock_64k", tmp_path / "rdma")
     result = subprocess.run([headroom, "--root", str(root), "check", "--json", "--only", "memlock",
                              "--gpus", "2"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import HEADROOM, PYTHON, REPO, in_namespace
+from conftest import HEADROOM, PYTHON, REPO, fixture_tree, in_namespace
 from watch_helpers import free_port
 
 DEPLOY = REPO / "deploy"
@@ -246,10 +246,10 @@ def test_daemonset_is_ready_on_metrics_needs_no_token_and_adds_only_the_capabili
                                                text=True).stdout
 
 
-def test_host_root_reads_a_recorded_host_as_check_does():
+def test_host_root_reads_a_recorded_host_as_check_does(tmp_path: Path):
     # A node's /proc recorded in a Docker container with an 8 GiB memory limit: check
     # --host-root reads that node's cgroup and limit, not this host's.
-    fixture = REPO / "tests" / "fixtures" / "docker_64m_shm"
+    fixture = fixture_tree("docker_64m_shm", tmp_path)
     result = subprocess.run([HEADROOM, "--host-root", str(fixture), "check", "--json", "--only",
                              "memory.cgroup", "--fail-on", "never"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
