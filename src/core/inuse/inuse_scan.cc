@@ -8,11 +8,24 @@
 // zero-filled, and command/user are read only for processes that hold
 // something (status only when the /proc/<pid> owner cannot be trusted).
 //
+// Two shortcuts give the same answer with less kernel work:
+// - On the live host a process without an exe (a kernel thread, or one that
+//   has exited: its mm and files are gone) has an empty fd/ and an empty maps:
+//   exe is read first and, when it is missing, fd/ and maps are not opened
+//   (cwd and root still are: a kernel thread's are "/").
+// - With a device filter and no path filter (check, clean, du -x, watch) on
+//   the live host, what decides is the device: fd, cwd, root and exe links are
+//   stat'ed first and read (readlinkat, a d_path in the kernel) only when they
+//   are on a wanted device, and maps is walked with the PROCMAP_QUERY ioctl
+//   (Linux 6.11+: the same device and inode columns, no text, no path), the
+//   name asked for a matching mapping only. Older kernels: the text.
+//
 // A recorded tree (root prefix other than "/") keeps paths, not identities:
 // its link targets and maps paths are resolved under the root prefix, so a
 // fixture's /proc/<pid>/fd/3 -> /dev/shm/x names the fixture's /dev/shm/x.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,7 +158,10 @@ struct Scratch {
 class InUseScanner {
  public:
   InUseScanner(const Context& context, const ScanOptions& options)
-      : context_(context), options_(options), live_(context.root.is_live()) {
+      : context_(context),
+        options_(options),
+        live_(context.root.is_live()),
+        by_device_(live_ && options.path_prefixes.empty() && !options.devices.empty()) {
     devices_.insert(options.devices.begin(), options.devices.end());
     for (const auto& prefix : options.path_prefixes) prefixes_.push_back(prefix.native());
     wanted_pids_.insert(options.pids.begin(), options.pids.end());
@@ -263,12 +279,22 @@ class InUseScanner {
     PidPath path(pid);
     const std::size_t before = out.holders.size();
     // A pid that exited meanwhile fails every step with ENOENT/ESRCH: nothing is added.
-    if (options_.include_fds) scan_fds(proc_fd, path, pid, out, scratch);
-    if (options_.include_maps) scan_maps(proc_fd, path, pid, out, scratch);
+    bool has_memory = true;
+    if (options_.include_cwd_root_exe) {
+      // exe first: on the live host ENOENT means no mm (a kernel thread, or exited), so
+      // no fds and no maps. A recorded tree may simply not have recorded the link.
+      const int exe = scan_link(proc_fd, path.at("exe"), pid, HoldKind::kExe, out, scratch);
+      has_memory = !live_ || exe != ENOENT;
+    }
+    const std::size_t after_exe = out.holders.size();
+    if (has_memory && options_.include_fds) scan_fds(proc_fd, path, pid, out, scratch);
+    if (has_memory && options_.include_maps) scan_maps(proc_fd, path, pid, out, scratch);
     if (options_.include_cwd_root_exe) {
       scan_link(proc_fd, path.at("cwd"), pid, HoldKind::kCwd, out, scratch);
       scan_link(proc_fd, path.at("root"), pid, HoldKind::kRoot, out, scratch);
-      scan_link(proc_fd, path.at("exe"), pid, HoldKind::kExe, out, scratch);
+      // The exe holder goes last, where the order fd, mmap, cwd, root, exe puts it.
+      const auto exe = out.holders.begin() + static_cast<std::ptrdiff_t>(before);
+      if (after_exe > before) std::rotate(exe, exe + 1, out.holders.end());
     }
     if (out.holders.size() > before) describe(proc_fd, path, pid, out, scratch);
   }
@@ -293,6 +319,12 @@ class InUseScanner {
     (void)walk::for_each_dirent(
         fd_dir.get(), scratch.dirents.get(), walk::kDirentBufferSize,
         [&](std::string_view fd_name, unsigned char) {
+          struct stat info {};
+          if (by_device_) {
+            // The device decides: the link is read only for a file on a wanted device.
+            if (::fstatat(fd_dir.get(), fd_name.data(), &info, 0) != 0) return;
+            if (devices_.count(file_id_of(info).device) == 0) return;
+          }
           const ssize_t got =
               ::readlinkat(fd_dir.get(), fd_name.data(), target, scratch.link.size());
           if (got <= 0 || target[0] != '/') return;  // socket:[..], pipe:[..], anon_inode:..
@@ -300,8 +332,10 @@ class InUseScanner {
           const std::string_view shown(target, static_cast<std::size_t>(got));
           const std::string_view original = strip_deleted(shown, deleted);
           if (devices_.empty() && !path_wanted(original)) return;
-          struct stat info {};
-          if (!link_identity(fd_dir.get(), fd_name.data(), original, deleted, info)) return;
+          if (!by_device_ &&
+              !link_identity(fd_dir.get(), fd_name.data(), original, deleted, info)) {
+            return;
+          }
           const FileId file = file_id_of(info);
           if (!wanted(original, file.device)) return;
           int fd_number = -1;
@@ -328,6 +362,10 @@ class InUseScanner {
   }
 
   void scan_maps(int proc_fd, PidPath& path, int pid, Partial& out, Scratch& scratch) {
+    if (by_device_ && !no_procmap_query_.load(std::memory_order_relaxed) &&
+        scan_maps_by_query(proc_fd, path, pid, out)) {
+      return;
+    }
     const auto maps = scratch.text.read(proc_fd, path.at("maps"), std::size_t{64} << 20);
     if (!maps) {
       if (refused(errno)) mark_unreadable(out, pid);
@@ -351,18 +389,59 @@ class InUseScanner {
       const FileId file = map_identity(*parsed, original, deleted);
       if (!wanted(original, file.device)) continue;
       const std::uint64_t length = parsed->end - parsed->start;
-      // One holder per file and process: a library is mapped 4-5 times.
-      auto same = std::find_if(out.holders.begin() + static_cast<std::ptrdiff_t>(first_of_pid),
-                               out.holders.end(), [&](const Holder& holder) {
-                                 return holder.how == HoldKind::kMap && holder.file == file;
-                               });
-      if (same != out.holders.end()) {
-        same->size_bytes += length;
-        continue;
-      }
+      if (merge_mapping(out, first_of_pid, file, length)) continue;
       add(out, pid, HoldKind::kMap, -1, file, parsed->path, deleted, length);
       if (deleted) size_from_map_files(proc_fd, path, line, out.holders.back());
     }
+  }
+
+  // One holder per file and process: a library is mapped 4-5 times.
+  static bool merge_mapping(Partial& out, std::size_t first_of_pid, FileId file,
+                            std::uint64_t length) {
+    auto same = std::find_if(
+        out.holders.begin() + static_cast<std::ptrdiff_t>(first_of_pid), out.holders.end(),
+        [&](const Holder& holder) { return holder.how == HoldKind::kMap && holder.file == file; });
+    if (same == out.holders.end()) return false;
+    same->size_bytes += length;
+    return true;
+  }
+
+  // The maps walk of the device-filtered scan, by PROCMAP_QUERY: the same holders as
+  // the text (the same columns, the same order), the name read only for a mapping on
+  // a wanted device. False when the text must be read instead (an old kernel, or a
+  // mapping whose name cannot be had); nothing of this pid's maps is kept then.
+  bool scan_maps_by_query(int proc_fd, PidPath& path, int pid, Partial& out) {
+    const UniqueFd maps(::openat(proc_fd, path.at("maps"), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!maps.ok()) {
+      if (refused(errno)) mark_unreadable(out, pid);
+      return true;
+    }
+    const std::size_t first_of_pid = out.holders.size();
+    std::string name;
+    MapsLine mapping;
+    for (std::uint64_t address = 0;; address = mapping.end) {
+      const int error = query_file_mapping(maps.get(), address, mapping);
+      if (error == ENOENT || error == ESRCH) return true;
+      if (error == ENOTTY || error == EINVAL) no_procmap_query_.store(true);
+      if (error != 0) break;
+      const FileId file{make_device(mapping.major, mapping.minor), mapping.inode};
+      if (mapping.inode == 0 || devices_.count(file.device) == 0) continue;
+      const std::uint64_t length = mapping.end - mapping.start;
+      if (merge_mapping(out, first_of_pid, file, length)) continue;
+      if (query_mapping_name(maps.get(), mapping.start, name) != 0) break;
+      if (name.empty() || name.front() != '/') continue;
+      bool deleted = false;
+      (void)strip_deleted(name, deleted);
+      add(out, pid, HoldKind::kMap, -1, file, name, deleted, length);
+      if (deleted) size_from_map_files(proc_fd, path, range_text(mapping), out.holders.back());
+    }
+    out.holders.resize(first_of_pid);
+    return false;
+  }
+
+  // "start-end" in hex, as map_files/ names a mapping.
+  static std::string range_text(const MapsLine& mapping) {
+    return fmt::format("{:x}-{:x}", mapping.start, mapping.end);
   }
 
   // A deleted file's real size: stat of /proc/<pid>/map_files/<range> (root only).
@@ -380,23 +459,35 @@ class InUseScanner {
     }
   }
 
-  void scan_link(int proc_fd, const char* name, int pid, HoldKind how, Partial& out,
-                 Scratch& scratch) {
+  // Returns the errno of reading the link (ENOENT: kernel threads have no exe), else 0.
+  int scan_link(int proc_fd, const char* name, int pid, HoldKind how, Partial& out,
+                Scratch& scratch) {
+    struct stat info {};
+    if (by_device_) {
+      // The device decides: the link is read only for a file on a wanted device.
+      if (::fstatat(proc_fd, name, &info, 0) != 0) {
+        const int error = errno;
+        if (refused(error)) mark_unreadable(out, pid);
+        return error;
+      }
+      if (devices_.count(file_id_of(info).device) == 0) return 0;
+    }
     char* target = scratch.link.data();
     const ssize_t got = ::readlinkat(proc_fd, name, target, scratch.link.size());
     if (got <= 0) {
-      if (got < 0 && refused(errno)) mark_unreadable(out, pid);
-      return;  // kernel threads have no exe
+      const int error = got < 0 ? errno : ENOENT;
+      if (got < 0 && refused(error)) mark_unreadable(out, pid);
+      return error;
     }
     bool deleted = false;
     const std::string_view shown(target, static_cast<std::size_t>(got));
     const std::string_view original = strip_deleted(shown, deleted);
-    if (devices_.empty() && !path_wanted(original)) return;
-    struct stat info {};
-    if (!link_identity(proc_fd, name, original, deleted, info)) return;
+    if (devices_.empty() && !path_wanted(original)) return 0;
+    if (!by_device_ && !link_identity(proc_fd, name, original, deleted, info)) return 0;
     const FileId file = file_id_of(info);
-    if (!wanted(original, file.device)) return;
+    if (!wanted(original, file.device)) return 0;
     add(out, pid, how, -1, file, shown, deleted, static_cast<std::uint64_t>(info.st_size));
+    return 0;
   }
 
   // Command line, command name and uid, only for pids that hold something.
@@ -463,6 +554,9 @@ class InUseScanner {
   const Context& context_;
   const ScanOptions& options_;
   const bool live_;
+  // Live host, device filter, no path filter: stat before readlink, maps by PROCMAP_QUERY.
+  const bool by_device_;
+  std::atomic<bool> no_procmap_query_{false};
   std::unordered_set<std::uint64_t> devices_;
   std::vector<std::string> prefixes_;
   std::unordered_set<int> wanted_pids_;

@@ -1,12 +1,19 @@
 // Tasks of one user over /proc; see user_tasks.h for the sources and quirks.
 #include "core/kernel/user_tasks.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <charconv>
+#include <memory>
 #include <string>
-#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "core/kernel/proc_pid_status.h"
 #include "core/kernel/text.h"
@@ -20,9 +27,43 @@ bool number(std::string_view text, std::uint64_t& value) {
   return error == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
-bool all_digits(const std::string& name) {
+// /proc/<pid>/status is about 1.5 KiB; more only with thousands of supplementary groups.
+constexpr std::size_t kStatusBuffer = 16384;
+
+bool all_digits(std::string_view name) {
   return !name.empty() &&
          std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+struct Count {
+  std::uint64_t tasks = 0;
+  std::uint64_t processes = 0;
+};
+
+// Below this many pids a second thread costs more than it saves.
+constexpr std::size_t kParallelMinimum = 64;
+constexpr std::size_t kPidsPerClaim = 16;
+
+// Adds `pid` to `count` when its real uid is `uid`: one openat relative to the /proc
+// fd and one read into `buffer`, since status is produced whole (a read that fills
+// the buffer, a huge Groups line, is read again whole). A pid that exited is skipped.
+void count_pid(const Context& context, int proc_fd, pid_t pid, uid_t uid, std::vector<char>& buffer,
+               Count& count) {
+  std::array<char, 32> leaf{};
+  const auto digits = std::to_chars(leaf.data(), leaf.data() + 16, pid).ptr;
+  std::copy_n("/status", 8, digits);
+  const int fd = ::openat(proc_fd, leaf.data(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return;
+  const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+  ::close(fd);
+  if (got <= 0) return;
+  const auto status =
+      static_cast<std::size_t>(got) < buffer.size()
+          ? parse_proc_status(std::string_view(buffer.data(), static_cast<std::size_t>(got)))
+          : read_proc_status(context, pid);
+  if (!status || status->uid != uid) return;  // another user
+  count.tasks += std::max<std::uint64_t>(status->threads, 1);
+  ++count.processes;
 }
 
 }  // namespace
@@ -76,19 +117,42 @@ Result<UserTasks> read_user_tasks(const Context& context) {
   UserTasks user;
   user.uid = own->uid;
   user.cpus_allowed = cpus_allowed(*own_text);
-  std::error_code error;
-  std::filesystem::directory_iterator entry(context.root.proc(), error);
-  if (error) return fail(Error::from_errno(error.value(), context.root.proc().string()));
-  for (const std::filesystem::directory_iterator end; entry != end; entry.increment(error)) {
-    if (error) break;
-    const std::string name = entry->path().filename().string();
-    if (!all_digits(name)) continue;
+  const std::filesystem::path proc = context.root.proc();
+  const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(proc.c_str()), &::closedir);
+  if (!dir) return fail(Error::from_errno(errno, proc.string()));
+  std::vector<pid_t> pids;
+  while (const dirent* entry = ::readdir(dir.get())) {
+    const std::string_view name = entry->d_name;
     pid_t pid = 0;
-    std::from_chars(name.data(), name.data() + name.size(), pid);
-    auto status = read_proc_status(context, pid);
-    if (!status || status->uid != user.uid) continue;  // exited since the listing, or another user
-    user.tasks += std::max<std::uint64_t>(status->threads, 1);
-    ++user.processes;
+    const auto [last, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (error == std::errc() && last == name.data() + name.size() && all_digits(name)) {
+      pids.push_back(pid);
+    }
+  }
+  // The kernel generates each status anew (~20 us): on many pids two threads halve the wait.
+  std::array<Count, 2> counts{};
+  std::atomic<std::size_t> next{0};
+  const auto work = [&](Count& count) {
+    std::vector<char> buffer(kStatusBuffer);
+    for (;;) {
+      const std::size_t first = next.fetch_add(kPidsPerClaim, std::memory_order_relaxed);
+      if (first >= pids.size()) return;
+      const std::size_t last = std::min(first + kPidsPerClaim, pids.size());
+      for (std::size_t i = first; i < last; ++i) {
+        count_pid(context, ::dirfd(dir.get()), pids[i], user.uid, buffer, count);
+      }
+    }
+  };
+  if (pids.size() >= kParallelMinimum) {
+    std::thread helper([&] { work(counts[1]); });
+    work(counts[0]);
+    helper.join();
+  } else {
+    work(counts[0]);
+  }
+  for (const Count& count : counts) {
+    user.tasks += count.tasks;
+    user.processes += count.processes;
   }
   return user;
 }

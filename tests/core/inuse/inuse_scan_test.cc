@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "core/inuse/inuse_index.h"
+#include "core/kernel/proc_pid_stat.h"
 
 namespace headroom {
 namespace {
@@ -143,18 +144,64 @@ TEST(ScanInUse, SeesOpenMappedAfterCloseDeletedAndCwd) {
   fs::remove_all(dir);
 }
 
-TEST(ScanInUse, DeviceFilterKeepsOnlyThatDevice) {
-  const fs::path dir = scratch("device");
+// With a device filter and no path filter the scan stats fd, cwd, root and exe links
+// before reading them and walks maps with the PROCMAP_QUERY ioctl (inuse_scan.cc); with
+// a path filter it reads every link and the maps text. Both must find the same holders,
+// field for field: here the child's files, its executable (mapped 4-5 times, one holder)
+// and cwd, a file mapped after close and one mapped then deleted.
+TEST(ScanInUse, DeviceFilterKeepsOnlyThatDeviceAndFindsWhatTheTextFinds) {
+  const fs::path dir = scratch("same");
   const Holder child(dir);
   const RealSyscallsContext context;
-  ScanOptions options;
-  options.pids = {child.pid()};
-  options.devices = {file_id(dir)->device};
-  const auto index = scan_in_use(context.get(), options);
-  ASSERT_TRUE(index);
-  EXPECT_EQ(index->holders_on_device(file_id(dir)->device).size(), index->all().size());
-  EXPECT_GE(index->holders_under(dir).size(), 5u);
+  ScanOptions by_device;
+  by_device.pids = {child.pid()};
+  by_device.devices = {file_id(dir)->device};
+  ScanOptions by_text = by_device;
+  by_text.path_prefixes = {"/no/such/prefix"};  // a path filter turns the shortcuts off
+  const auto fast = scan_in_use(context.get(), by_device);
+  const auto slow = scan_in_use(context.get(), by_text);
+  ASSERT_TRUE(fast) << fast.error().message;
+  ASSERT_TRUE(slow) << slow.error().message;
+  EXPECT_EQ(fast->holders_on_device(file_id(dir)->device).size(), fast->all().size());
+  ASSERT_EQ(fast->all().size(), slow->all().size());
+  for (std::size_t i = 0; i < fast->all().size(); ++i) {
+    const headroom::Holder& a = fast->all()[i];
+    const headroom::Holder& b = slow->all()[i];
+    EXPECT_EQ(a.pid, b.pid);
+    EXPECT_EQ(a.how, b.how) << a.path;
+    EXPECT_EQ(a.fd, b.fd) << a.path;
+    EXPECT_EQ(a.file, b.file) << a.path;
+    EXPECT_EQ(a.path, b.path);
+    EXPECT_EQ(a.deleted, b.deleted) << a.path;
+    EXPECT_EQ(a.size_bytes, b.size_bytes) << a.path;
+  }
+  EXPECT_GE(fast->holders_under(dir).size(), 5u);
+  const auto* deleted_mapped = find(*fast, (dir / "deleted-mapped").native(), HoldKind::kMap);
+  ASSERT_NE(deleted_mapped, nullptr);
+  EXPECT_TRUE(deleted_mapped->deleted);
+  EXPECT_EQ(deleted_mapped->size_bytes, 4096u);
+  EXPECT_NE(find(*fast, (dir / "mapped").native(), HoldKind::kMap), nullptr);
   fs::remove_all(dir);
+}
+
+// A kernel thread has no exe, so the scan does not open its fd/ or maps (inuse_scan.cc):
+// its cwd and root, "/", are still found, as before that shortcut.
+TEST(ScanInUse, KernelThreadsStillHoldTheirCwdAndRoot) {
+  const RealSyscallsContext context;
+  if (::geteuid() != 0 || !is_kernel_thread(context.get(), 2)) {
+    GTEST_SKIP() << "needs root and kthreadd (pid 2) in this pid namespace";
+  }
+  ScanOptions options;
+  options.pids = {2};
+  options.path_prefixes = {"/"};
+  const auto index = scan_in_use(context.get(), options);
+  ASSERT_TRUE(index) << index.error().message;
+  std::vector<HoldKind> kinds;
+  for (const headroom::Holder& holder : index->all()) {
+    EXPECT_EQ(holder.path, "/");
+    kinds.push_back(holder.how);
+  }
+  EXPECT_EQ(kinds, (std::vector<HoldKind>{HoldKind::kCwd, HoldKind::kRoot}));
 }
 
 TEST(ScanInUse, ExcludesItselfByDefault) {

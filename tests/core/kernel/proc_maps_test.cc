@@ -1,7 +1,15 @@
 #include "core/kernel/proc_maps.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace headroom {
 namespace {
@@ -59,6 +67,52 @@ TEST(ParseMapsLine, RejectsMalformedLines) {
                           "7f00-7f10 rw-s zz 00:01 1 /x", "7f10-7f00 rw-s 0 00:01 1 /x",
                           "7f00-7f10 rw 0 00:01 1 /x", "7f00-7f10 rw-s 0 00:01 x /x"}) {
     EXPECT_FALSE(parse_maps_line(bad)) << bad;
+  }
+}
+
+// PROCMAP_QUERY walks the same file-backed mappings as the text of this very process,
+// with the same columns, and names them as the text does.
+TEST(QueryFileMapping, WalksWhatTheTextShows) {
+  const int maps = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(maps, 0);
+  MapsLine mapping;
+  if (query_file_mapping(maps, 0, mapping) == ENOTTY) {
+    ::close(maps);
+    GTEST_SKIP() << "no PROCMAP_QUERY before Linux 6.11";
+  }
+  std::vector<MapsLine> queried;
+  std::vector<std::string> names;
+  for (std::uint64_t address = 0; query_file_mapping(maps, address, mapping) == 0;
+       address = mapping.end) {
+    queried.push_back(mapping);
+    std::string name;
+    EXPECT_EQ(query_mapping_name(maps, mapping.start, name), 0);
+    names.push_back(name);
+  }
+  ::close(maps);
+  // The text, read after: the test's own mappings do not change in between.
+  std::ifstream text("/proc/self/maps");
+  std::stringstream all;
+  all << text.rdbuf();
+  const std::string content = all.str();
+  std::vector<std::string> lines;
+  std::istringstream stream(content);
+  for (std::string line; std::getline(stream, line);) {
+    const auto parsed = parse_maps_line(line);
+    if (parsed && parsed->inode != 0) lines.push_back(line);
+  }
+  ASSERT_FALSE(queried.empty());
+  ASSERT_EQ(queried.size(), lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto parsed = parse_maps_line(lines[i]);
+    EXPECT_EQ(queried[i].start, parsed->start) << lines[i];
+    EXPECT_EQ(queried[i].end, parsed->end) << lines[i];
+    EXPECT_EQ(queried[i].offset, parsed->offset) << lines[i];
+    EXPECT_EQ(queried[i].major, parsed->major) << lines[i];
+    EXPECT_EQ(queried[i].minor, parsed->minor) << lines[i];
+    EXPECT_EQ(queried[i].inode, parsed->inode) << lines[i];
+    EXPECT_EQ(queried[i].shared, parsed->shared) << lines[i];
+    EXPECT_EQ(names[i], parsed->path) << lines[i];
   }
 }
 
