@@ -119,7 +119,7 @@ timeout -k 5 120 "$PY" job.py
 
 
 def test_strict_overcommit_on_a_recorded_tree_exits_1_with_the_fix(headroom, tmp_path):
-    root = fixture_tree("overcommit_strict", tmp_path / "strict")
+    root = fixture_tree("overcommit_strict", tmp_path)
     result = subprocess.run([headroom, "--root", str(root), "check", "--json", "--only", "memory.commit",
                              "--workers", "7", "--worker-rss", "1GiB"],
                             capture_output=True, text=True, timeout=60)
@@ -194,7 +194,7 @@ ulimit -f 64
 # --- memlock.limit ------------------------------------------------------------
 
 
-def test_memlock_without_rdma_is_ok_and_with_rdma_is_critical(headroom):
+def test_memlock_without_rdma_is_ok_and_with_rdma_is_critical(headroom, tmp_path):
     if Path("/sys/class/infiniband").is_dir() and any(Path("/sys/class/infiniband").iterdir()):
         pytest.skip("this host has RDMA devices")
     rc, report = check_under("ulimit -l 64", "--only", "memlock", "--gpus", "8")
@@ -205,7 +205,7 @@ def test_memlock_without_rdma_is_ok_and_with_rdma_is_critical(headroom):
     assert "it does not matter here" in item["summary"]
 
     # The same limit with two mlx5 devices (a recorded tree: no RDMA adapter here).
-    root = fixture_tree("rdma_memlock_64k", tmp_path / "rdma")
+    root = fixture_tree("rdma_memlock_64k", tmp_path)
     result = subprocess.run([headroom, "--root", str(root), "check", "--json", "--only", "memlock",
                              "--gpus", "2"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
