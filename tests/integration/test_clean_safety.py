@@ -249,7 +249,7 @@ echo "=== left"; ls "$T" "$T/shared"
     tmp = scratch / "tmp"
     report = json.loads(parts["apply"].split("rc=")[0])
     assert {item["path"] for item in report["removed"]} == {f"{tmp}/root-only"}, report
-    assert "alice-results.csv: belongs to 4242" in kept_reasons(report)[f"{tmp}/shared"]
+    assert "alice-results.csv: owned by 4242" in kept_reasons(report)[f"{tmp}/shared"]
     assert "alice-results.csv" in parts["left"]
 
 

@@ -21,6 +21,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/inuse/user_names.h"
 
 namespace headroom {
 
@@ -103,6 +104,10 @@ struct CleanResult {
 /// Whether `owner`'s files are cleaned by `caller` with these options (all_users, user, or
 /// the caller's own); applied to every entry at every depth.
 [[nodiscard]] bool cleans_owner(const CleanOptions& options, uid_t caller, uid_t owner);
+/// Why `owner`'s entry is kept by that rule, nullopt when it is cleaned: "owned by alice
+/// (use --all-users as root)", or with --user "owned by alice, not bob (--user)".
+[[nodiscard]] std::optional<std::string> owner_refusal(const CleanOptions& options, uid_t caller,
+                                                       uid_t owner, UserNames& names);
 
 /// Validates options against the caller (all_users and user need uid 0, a target is
 /// chosen).

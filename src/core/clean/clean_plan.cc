@@ -88,9 +88,8 @@ class Planner {
       } else if (entry.pattern == "other") {
         keep(path, "not a known segment name (torch_*, nccl-*, sem.*, psm_*, __KMP_*)",
              entry.allocated_bytes);
-      } else if (!owner_ok(entry.uid)) {
-        keep(path, fmt::format("owned by {} (use --all-users as root)", names_.name(entry.uid)),
-             entry.allocated_bytes);
+      } else if (auto refused = owner_refusal(options_, euid_, entry.uid, names_)) {
+        keep(path, *refused, entry.allocated_bytes);
       } else if (entry.use != Use::kUnused) {
         unproven = unproven || entry.use == Use::kUnknown;
         keep(path, entry.use_why, entry.allocated_bytes);
@@ -130,9 +129,8 @@ class Planner {
     const auto age = age_of(now_, last);
     if (segment.attachments != 0) {
       keep(label, fmt::format("attached by {} processes", segment.attachments), segment.size_bytes);
-    } else if (!owner_ok(segment.uid)) {
-      keep(label, fmt::format("owned by {} (use --all-users as root)", names_.name(segment.uid)),
-           segment.size_bytes);
+    } else if (auto refused = owner_refusal(options_, euid_, segment.uid, names_)) {
+      keep(label, *refused, segment.size_bytes);
     } else if (age < minimum) {
       keep(label, fmt::format("used {} ago (younger than --older-than)", format_duration(age)),
            segment.size_bytes);
@@ -275,6 +273,16 @@ std::string_view to_string(CleanKind kind) {
 bool cleans_owner(const CleanOptions& options, uid_t caller, uid_t owner) {
   if (options.all_users) return true;
   return owner == options.user.value_or(caller);
+}
+
+std::optional<std::string> owner_refusal(const CleanOptions& options, uid_t caller, uid_t owner,
+                                         UserNames& names) {
+  if (cleans_owner(options, caller, owner)) return std::nullopt;
+  if (options.user) {
+    return fmt::format("owned by {}, not {} (--user)", names.name(owner),
+                       names.name(*options.user));
+  }
+  return fmt::format("owned by {} (use --all-users as root)", names.name(owner));
 }
 
 Result<void> validate(const CleanOptions& options, const Context& context) {

@@ -126,9 +126,7 @@ std::optional<std::string> EntryJudge::keep(const TreeEntry& entry, std::string_
   const walk::FileStat& stat = entry.stat;
   const mode_t type = stat.mode & S_IFMT;
   if (type == S_IFCHR || type == S_IFBLK) return "a device node";
-  if (!cleans_owner(options_, euid_, stat.owner)) {
-    return fmt::format("belongs to {} (use --all-users as root)", names_.name(stat.owner));
-  }
+  if (auto refused = owner_refusal(options_, euid_, stat.owner, names_)) return refused;
   const std::int64_t activity = last_activity_ns(stat);
   if (check_age && activity > newest_allowed_ns_) {
     const auto now = context_.syscalls->now().time_since_epoch();

@@ -112,7 +112,7 @@ TEST_F(CleanPlanTest, AnotherUsersFileInsideOurDirectoryKeepsItWhole) {
   const CleanPlan result = plan(tmp_options());
   EXPECT_EQ(planned(result), (std::vector<std::string>{"old-file", "pymp-old"}));
   EXPECT_EQ(kept_reason(result, "shared"),
-            "alice-results.csv: belongs to 1000 (use --all-users as root)");
+            "alice-results.csv: owned by 1000 (use --all-users as root)");
 }
 
 TEST_F(CleanPlanTest, ACtimeOrAtimeNewerThanTheMtimeIsRecentUse) {
@@ -203,8 +203,8 @@ TEST_F(CleanPlanTest, UserTakesThatOwnersFilesAtEveryDepthInsteadOfTheCallers) {
   options.user = 1000;
   const CleanPlan result = plan(options);
   EXPECT_EQ(planned(result), (std::vector<std::string>{"alice-dir", "alice-old"}));
-  EXPECT_EQ(kept_reason(result, "alice-mixed"),
-            "root-file: belongs to 0 (use --all-users as root)");
+  // --user's words, not --all-users' (which --user excludes).
+  EXPECT_EQ(kept_reason(result, "alice-mixed"), "root-file: owned by 0, not 1000 (--user)");
   EXPECT_EQ(kept_reason(result, "old-file"), "<not kept>");  // root's own: not even listed
 }
 
