@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +13,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <optional>
+#include <thread>
 #include <vector>
 
 namespace headroom {
@@ -31,28 +37,33 @@ constexpr std::size_t kChunk = std::size_t{4} << 20;
 /// pages (measured on a 1 GiB log: 0.19 s against 0.77 s of system time).
 class ReadBuffer {
  public:
-  ReadBuffer() {
+  explicit ReadBuffer(std::size_t size = kChunk) : size_(size) {
     constexpr std::size_t kHuge = std::size_t{2} << 20;
     void* memory = nullptr;
-    if (::posix_memalign(&memory, kHuge, kChunk) != 0) throw std::bad_alloc();
+    if (::posix_memalign(&memory, kHuge, size_) != 0) throw std::bad_alloc();
     data_ = static_cast<char*>(memory);
-    (void)::madvise(data_, kChunk, MADV_HUGEPAGE);
+    (void)::madvise(data_, size_, MADV_HUGEPAGE);
   }
   ~ReadBuffer() { std::free(data_); }
   ReadBuffer(const ReadBuffer&) = delete;
   ReadBuffer& operator=(const ReadBuffer&) = delete;
   [[nodiscard]] char* data() { return data_; }
-  [[nodiscard]] static constexpr std::size_t size() { return kChunk; }
+  [[nodiscard]] std::size_t size() const { return size_; }
 
  private:
+  std::size_t size_;
   char* data_ = nullptr;
 };
 
-/// Reads until `buffer` is full or EOF; retries EINTR.
-Result<std::size_t> read_some(int fd, char* buffer, std::size_t size, const std::string& name) {
+/// Reads until `buffer` is full or EOF, at the descriptor's position or at `offset` (pread);
+/// retries EINTR.
+Result<std::size_t> read_some(int fd, char* buffer, std::size_t size, const std::string& name,
+                              std::optional<std::uint64_t> offset = std::nullopt) {
   std::size_t got = 0;
   while (got < size) {
-    const ssize_t n = ::read(fd, buffer + got, size - got);
+    const ssize_t n = offset
+                          ? ::pread(fd, buffer + got, size - got, static_cast<off_t>(*offset + got))
+                          : ::read(fd, buffer + got, size - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       return fail(Error::from_errno(errno, name));
@@ -61,6 +72,104 @@ Result<std::size_t> read_some(int fd, char* buffer, std::size_t size, const std:
     got += static_cast<std::size_t>(n);
   }
   return got;
+}
+
+/// CPUs this process may run on (its affinity mask: taskset, cgroup cpusets).
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+}
+
+/// Feeds [offset, limit) of the regular file `fd` to `analyzer`, `threads` threads reading
+/// and scanning a chunk each at once; the calling thread feeds the scanned chunks in file
+/// order. A chunk that comes back short (the file was truncated under us) is the end: what
+/// it holds is fed, nothing after it. Returns the bytes fed.
+Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t offset,
+                                    std::uint64_t limit, unsigned threads, std::size_t chunk,
+                                    const std::string& name) {
+  const std::uint64_t chunks = (limit - offset + chunk - 1) / chunk;
+  // Two slots a thread: one being fed while the next is scanned.
+  struct Slot {
+    explicit Slot(std::size_t size) : buffer(size) {}
+    ReadBuffer buffer;
+    BlockScan scan;
+    std::size_t got = 0;
+    std::uint64_t ready = ~std::uint64_t{0};  ///< the chunk the slot holds, once scanned
+  };
+  const std::size_t slot_count = std::size_t{2} * threads;
+  std::vector<std::unique_ptr<Slot>> slots;
+  for (std::size_t i = 0; i < slot_count; ++i) slots.push_back(std::make_unique<Slot>(chunk));
+  std::vector<LiteralScanner> scanners;
+  for (unsigned t = 0; t < threads; ++t) scanners.push_back(analyzer.literal_scanner());
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::uint64_t next = 0;      // the next chunk a thread takes
+  std::uint64_t consumed = 0;  // chunks fed so far: chunk k may use its slot once k - slots is
+  bool stop = false;
+  std::optional<Error> error;
+
+  const auto work = [&](LiteralScanner& scanner) {
+    while (true) {
+      std::uint64_t k = 0;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return stop || next >= chunks || next < consumed + slot_count; });
+        if (stop || next >= chunks) return;
+        k = next++;
+      }
+      Slot& slot = *slots[k % slot_count];
+      const std::uint64_t at = offset + k * chunk;
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, limit - at));
+      Result<std::size_t> got = read_some(fd, slot.buffer.data(), want, name, at);
+      try {
+        if (got) scanner.scan_block(std::string_view(slot.buffer.data(), *got), slot.scan);
+      } catch (const std::bad_alloc&) {
+        got = fail(Error{Error::Code::kIo, name + ": out of memory"});
+      }
+      std::lock_guard lock(mutex);
+      if (!got) {
+        if (!error) error = got.error();
+        stop = true;
+      } else {
+        slot.got = *got;
+        slot.ready = k;
+      }
+      changed.notify_all();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t) workers.emplace_back(work, std::ref(scanners[t]));
+
+  std::uint64_t total = 0;
+  for (std::uint64_t k = 0; k < chunks; ++k) {
+    Slot& slot = *slots[k % slot_count];
+    {
+      std::unique_lock lock(mutex);
+      changed.wait(lock, [&] { return stop || slot.ready == k; });
+      if (slot.ready != k) break;  // an error
+    }
+    const std::uint64_t at = offset + k * chunk;
+    const bool whole = slot.got == std::min<std::uint64_t>(chunk, limit - at);
+    analyzer.feed_scanned(std::string_view(slot.buffer.data(), slot.got), slot.scan);
+    total += slot.got;
+    std::lock_guard lock(mutex);
+    slot.ready = ~std::uint64_t{0};
+    consumed = k + 1;
+    if (!whole) stop = true;  // truncated under us: the file ends here
+    changed.notify_all();
+    if (stop) break;
+  }
+  {
+    std::lock_guard lock(mutex);
+    stop = true;
+    changed.notify_all();
+  }
+  for (std::thread& worker : workers) worker.join();
+  if (error) return fail(*error);
+  return total;
 }
 
 Result<std::uint64_t> feed_gzip(LogAnalyzer& analyzer, int fd, std::string_view head,
@@ -106,7 +215,7 @@ Result<std::uint64_t> feed_gzip(LogAnalyzer& analyzer, int fd, std::string_view 
 
 /// `source` names evidence; `name` names errors.
 Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::string& source,
-                                      const std::string& name) {
+                                      const std::string& name, const ReadOptions& options) {
   analyzer.begin_source(source);
   ReadBuffer buffer;
   auto first = read_some(fd, buffer.data(), 2, name);
@@ -122,14 +231,27 @@ Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::
   struct stat info {};
   if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode))
     limit = std::max<std::uint64_t>(static_cast<std::uint64_t>(info.st_size), total);
+  const unsigned threads =
+      std::min(options.threads == 0 ? usable_cpus() : options.threads, ReadOptions::kMaxThreads);
+  const std::size_t chunk = std::max<std::size_t>(options.chunk, 1);
+  bool head_read = false;
   while (total < limit) {
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), limit - total));
+    // Once the head is read (it decides whether the source has an envelope to undo), a
+    // plain file of several chunks more is scanned on several threads.
+    if (threads > 1 && head_read && limit != ~std::uint64_t{0} &&
+        limit - total >= std::uint64_t{2} * chunk && analyzer.passes_through()) {
+      auto fed = feed_parallel(analyzer, fd, total, limit, threads, chunk, name);
+      if (!fed) return fail(fed.error());
+      return total + *fed;
+    }
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>(std::min(buffer.size(), chunk), limit - total));
     auto got = read_some(fd, buffer.data(), want, name);
     if (!got) return fail(got.error());
     if (*got == 0) break;  // EOF, or the file was truncated under us
     analyzer.feed(std::string_view(buffer.data(), *got));
     total += *got;
+    head_read = true;
   }
   return total;
 }
@@ -137,17 +259,17 @@ Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::
 }  // namespace
 
 Result<std::uint64_t> feed_file(LogAnalyzer& analyzer, const std::filesystem::path& path,
-                                const std::string& name) {
+                                const std::string& name, const ReadOptions& options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(Error::from_errno(errno, path.string()));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto result = feed_descriptor(analyzer, fd, name, path.string());
+  auto result = feed_descriptor(analyzer, fd, name, path.string(), options);
   ::close(fd);
   return result;
 }
 
 Result<std::uint64_t> feed_fd(LogAnalyzer& analyzer, int fd, const std::string& name) {
-  return feed_descriptor(analyzer, fd, name, name.empty() ? "stdin" : name);
+  return feed_descriptor(analyzer, fd, name, name.empty() ? "stdin" : name, ReadOptions{1});
 }
 
 }  // namespace headroom

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 
 #include "core/signatures/envelope.h"
 #include "core/signatures/literal_scanner.h"
@@ -107,30 +108,19 @@ std::optional<T> to_number(std::string_view text) {
 
 }  // namespace
 
-/// The catalog compiled once: RE2 programs, the literal database, which signatures each
-/// literal starts, the signal meanings. Immutable, so analyzers share it (RE2 is safe for
+/// The catalog compiled once: the literal database, which signatures each literal starts,
+/// the signal meanings, and each signature's RE2 programs once it is needed. Analyzers on
+/// any threads share it (the programs are compiled under std::call_once and RE2 is safe for
 /// concurrent use; each analyzer copies the literal scanner for its own scratch space).
 struct CompiledCatalog {
   explicit CompiledCatalog(const Catalog& source) : catalog(source) {
     std::vector<std::string> literals;
     for (std::size_t i = 0; i < catalog.signatures.size(); ++i) {
       const Signature& signature = catalog.signatures[i];
-      CompiledSignature compiled;
       if (!signature.signals.empty()) {  // a signal's meaning: nothing to match
         for (int number : signature.signals) meanings.emplace(number, i);
-        signatures.push_back(std::move(compiled));
         continue;
       }
-      for (const std::string& pattern : signature.patterns) {
-        compiled.patterns.push_back(std::make_unique<RE2>(pattern, RE2::Quiet));
-      }
-      if (!signature.requires_context.empty()) {
-        compiled.requires_context = std::make_unique<RE2>(signature.requires_context, RE2::Quiet);
-      }
-      if (!signature.excludes_context.empty()) {
-        compiled.excludes_context = std::make_unique<RE2>(signature.excludes_context, RE2::Quiet);
-      }
-      signatures.push_back(std::move(compiled));
       if (signature.paste_only) {
         paste_always.push_back(i);
         continue;
@@ -156,13 +146,37 @@ struct CompiledCatalog {
     scanner = LiteralScanner(std::move(literals));
   }
 
+  /// Signature `index`'s RE2 programs, compiled when first asked for: a log matches few
+  /// signatures, and compiling all of them up front costs tens of milliseconds.
+  [[nodiscard]] const CompiledSignature& compiled(std::size_t index) const {
+    Lazy& lazy = lazy_[index];
+    std::call_once(lazy.once, [&] {
+      const Signature& signature = catalog.signatures[index];
+      for (const std::string& pattern : signature.patterns)
+        lazy.compiled.patterns.push_back(std::make_unique<RE2>(pattern, RE2::Quiet));
+      if (!signature.requires_context.empty())
+        lazy.compiled.requires_context =
+            std::make_unique<RE2>(signature.requires_context, RE2::Quiet);
+      if (!signature.excludes_context.empty())
+        lazy.compiled.excludes_context =
+            std::make_unique<RE2>(signature.excludes_context, RE2::Quiet);
+    });
+    return lazy.compiled;
+  }
+
   Catalog catalog;
-  std::vector<CompiledSignature> signatures;
   LiteralScanner scanner;
   std::vector<std::vector<std::size_t>> literal_signatures;
   std::vector<std::size_t> always;
   std::vector<std::size_t> paste_always;  ///< paste_only signatures: every line of the head
   std::map<int, std::size_t> meanings;    ///< signal number -> its [[signal]] entry
+
+ private:
+  struct Lazy {
+    std::once_flag once;
+    CompiledSignature compiled;
+  };
+  std::unique_ptr<Lazy[]> lazy_ = std::make_unique<Lazy[]>(catalog.signatures.size());
 };
 
 class LogAnalyzer::Impl {
@@ -170,7 +184,6 @@ class LogAnalyzer::Impl {
   explicit Impl(std::shared_ptr<const CompiledCatalog> shared)
       : shared_(std::move(shared)),
         catalog_(shared_->catalog),
-        compiled_(shared_->signatures),
         scanner_(shared_->scanner),
         literal_signatures_(shared_->literal_signatures),
         always_(shared_->always),
@@ -222,6 +235,48 @@ class LogAnalyzer::Impl {
     }
   }
 
+  [[nodiscard]] bool passes_through() const { return envelope_.passes_through(); }
+
+  /// scan(bytes) with the literal scan of `bytes` made already: the carry is completed and
+  /// scanned here, the whole lines after it take `scan`'s hits that lie wholly inside them.
+  void feed_scanned(std::string_view bytes, BlockScan& scan) {
+    observations_.bytes += bytes.size();
+    std::size_t start = 0;
+    std::uint64_t head_lines = 0;
+    if (!carry_.empty() || skipping_) {
+      const void* found = std::memchr(bytes.data(), '\n', bytes.size());
+      if (found == nullptr) {
+        append_carry(bytes);
+        return;
+      }
+      const auto length = static_cast<std::size_t>(static_cast<const char*>(found) - bytes.data());
+      append_carry(bytes.substr(0, length));
+      carry_.push_back('\n');
+      process_block(carry_);
+      carry_.clear();
+      skipping_ = false;
+      start = length + 1;
+      head_lines = 1;
+    }
+    const void* last = memrchr(bytes.data() + start, '\n', bytes.size() - start);
+    if (last == nullptr) {
+      append_carry(bytes.substr(start));
+      return;
+    }
+    const auto end = static_cast<std::size_t>(static_cast<const char*>(last) - bytes.data()) + 1;
+    std::size_t kept = 0;
+    for (const LiteralHit& hit : scan.hits) {
+      if (hit.at < start || hit.at + scanner_.hit_size(hit.literal) > end) continue;
+      scan.hits[kept++] = LiteralHit{hit.at - start, hit.literal, hit.newlines - head_lines};
+    }
+    scan.hits.resize(kept);
+    scan.newlines -= head_lines;  // the rest after the last '\n' has none
+    process_scanned(bytes.substr(start, end - start), scan);
+    append_carry(bytes.substr(end));
+  }
+
+  [[nodiscard]] LiteralScanner literal_scanner() const { return scanner_; }
+
   void end_source() {
     envelope_.finish(scan_);
     if (!carry_.empty() || skipping_) {
@@ -257,20 +312,26 @@ class LogAnalyzer::Impl {
 
   /// `block` holds whole lines, each ending in '\n'.
   void process_block(std::string_view block) {
-    hits_.clear();
-    scanner_.scan(block, [&](std::size_t at, std::size_t literal) {
-      hits_.push_back({at, literal});
-    });
+    scanner_.scan_block(block, block_scan_);
+    process_scanned(block, block_scan_);
+  }
+
+  /// `block` holds whole lines, each ending in '\n'; `scan` is what the literal scanner found
+  /// in it (hits_ takes its hits).
+  void process_scanned(std::string_view block, BlockScan& scan) {
+    hits_.swap(scan.hits);
+    const std::uint64_t block_lines = scan.newlines;
     if (!always_.empty()) {
       // Signatures without a usable literal look at every line.
       std::size_t start = 0;
+      std::uint64_t line = 0;
       while (start < block.size()) {
-        hits_.push_back({start, kAlways});
+        hits_.push_back({start, kAlways, line++});
         const void* nl = std::memchr(block.data() + start, '\n', block.size() - start);
         start = static_cast<std::size_t>(static_cast<const char*>(nl) - block.data()) + 1;
       }
+      std::sort(hits_.begin(), hits_.end());
     }
-    std::sort(hits_.begin(), hits_.end());
     std::size_t counted_at = 0;
     std::uint64_t counted_lines = 0;
     std::size_t i = 0;
@@ -291,7 +352,7 @@ class LogAnalyzer::Impl {
       counted_at = line_end + 1;
     }
     while (i < hits_.size()) {
-      const std::size_t at = hits_[i].first;
+      const std::size_t at = hits_[i].at;
       if (at < counted_at) {  // a hit on a line the head already read
         ++i;
         continue;
@@ -302,33 +363,34 @@ class LogAnalyzer::Impl {
               ? 0
               : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
       const std::size_t line_end = block.find('\n', at);
-      counted_lines +=
-          LiteralPrefilter::count_newlines(block.data() + counted_at, block.data() + line_start);
+      const std::uint64_t line_number = line_base_ + hits_[i].newlines + 1;
       counted_at = line_start;
       std::size_t offset = line_start;
       collect(i, line_end, signatures, offset);
-      process_line(block, line_start, line_end, offset - line_start, signatures,
-                   line_base_ + counted_lines + 1, /*paste=*/false);
+      process_line(block, line_start, line_end, offset - line_start, signatures, line_number,
+                   /*paste=*/false);
     }
-    line_base_ += LiteralPrefilter::count_newlines(block.data(), block.data() + block.size());
+    line_base_ += block_lines;
     source_bytes_ += block.size();
     observations_.lines = lines_before_source_ + line_base_;
     expire_pending(line_base_);
     remember_tail(block);
+    hits_.swap(scan.hits);  // give the capacity back
   }
 
-  /// The signatures whose literals hits_[i...] found before `line_end`, in catalog order;
+  /// The signatures whose literals hits_[i...] found up to `line_end` (the '\n' that ends the
+  /// line belongs to it: every hit is then on some line, and the scan moves on), in catalog order;
   /// `offset` becomes the first hit's position (unchanged when there is none).
   void collect(std::size_t& i, std::size_t line_end, std::vector<std::size_t>& signatures,
                std::size_t& offset) {
     ++generation_;
     signatures.clear();
     bool placed = false;
-    for (; i < hits_.size() && hits_[i].first < line_end; ++i) {
-      const std::size_t literal = hits_[i].second;
+    for (; i < hits_.size() && hits_[i].at <= line_end; ++i) {
+      const std::size_t literal = hits_[i].literal;
       // The first literal found places the line's '\r' segment; a line-wide hit does not.
       if (!placed && literal != kAlways) {
-        offset = hits_[i].first;
+        offset = hits_[i].at;
         placed = true;
       }
       if (literal == kAlways) {
@@ -439,7 +501,7 @@ class LogAnalyzer::Impl {
   /// The first pattern of signature `index` that matches `text`: its named groups and span.
   bool run_patterns(std::size_t index, const std::string& text, NamedValues& values,
                     std::size_t& begin, std::size_t& end) const {
-    for (const auto& pattern : compiled_[index].patterns) {
+    for (const auto& pattern : shared_->compiled(index).patterns) {
       const int groups = pattern->NumberOfCapturingGroups();
       std::vector<re2::StringPiece> parts(static_cast<std::size_t>(groups) + 1);
       if (!pattern->Match(text, 0, text.size(), RE2::UNANCHORED, parts.data(), groups + 1))
@@ -457,7 +519,7 @@ class LogAnalyzer::Impl {
 
   bool context_allows(std::size_t index, const std::string& text, std::string_view block,
                       std::size_t line_start) const {
-    const CompiledSignature& compiled = compiled_[index];
+    const CompiledSignature& compiled = shared_->compiled(index);
     if (!compiled.requires_context && !compiled.excludes_context) return true;
     const std::vector<std::string> context =
         previous_lines(block, line_start, catalog_.signatures[index].context_lines);
@@ -699,38 +761,43 @@ class LogAnalyzer::Impl {
     evidence_strength_.push_back(strength);
   }
 
-  /// Appends up to `count` normalised lines of `block` that end before `end`, nearest first.
-  static void lines_before(std::string_view block, std::size_t end, std::size_t count,
-                           std::vector<std::string>& lines) {
-    const std::size_t limit = lines.size() + count;
-    while (lines.size() < limit && end > 0) {
+  /// Calls take(line) for up to `count` lines of `block` that end before `end`, nearest
+  /// first, each cut at kTailLineBytes.
+  template <typename Take>
+  static void raw_lines_before(std::string_view block, std::size_t end, std::size_t count,
+                               Take&& take) {
+    for (; count > 0 && end > 0; --count) {
       const std::size_t stop = end - 1;  // the '\n' that ends the line
       const void* before = stop == 0 ? nullptr : memrchr(block.data(), '\n', stop);
       const std::size_t begin =
           before == nullptr
               ? 0
               : static_cast<std::size_t>(static_cast<const char*>(before) - block.data()) + 1;
-      lines.push_back(
-          normalize_line(block.substr(begin, std::min(stop - begin, kTailLineBytes)), 0));
+      take(block.substr(begin, std::min(stop - begin, kTailLineBytes)));
       end = begin;
     }
   }
 
-  /// Up to `count` lines before `line_start`, nearest first, from the block and the saved tail.
+  /// Up to `count` normalised lines before `line_start`, nearest first, from the block and
+  /// the saved tail.
   std::vector<std::string> previous_lines(std::string_view block, std::size_t line_start,
                                           std::size_t count) const {
     std::vector<std::string> lines;
-    lines_before(block, line_start, count, lines);
+    raw_lines_before(block, line_start, count,
+                     [&](std::string_view raw) { lines.push_back(normalize_line(raw, 0)); });
     for (auto it = tail_.rbegin(); it != tail_.rend() && lines.size() < count; ++it)
-      lines.push_back(*it);
+      lines.push_back(normalize_line(*it, 0));
     return lines;
   }
 
+  /// Keeps the block's last lines as they are (normalised only if a context asks for them:
+  /// a block ends every 4 MiB of a long log, a context is wanted on a few lines).
   void remember_tail(std::string_view block) {
-    std::vector<std::string> newest;
-    lines_before(block, block.size(), kTailLines, newest);
+    std::vector<std::string_view> newest;
+    raw_lines_before(block, block.size(), kTailLines,
+                     [&](std::string_view raw) { newest.push_back(raw); });
     for (auto it = newest.rbegin(); it != newest.rend(); ++it) {
-      tail_.push_back(std::move(*it));
+      tail_.emplace_back(*it);
       if (tail_.size() > kTailLines) tail_.pop_front();
     }
   }
@@ -739,7 +806,6 @@ class LogAnalyzer::Impl {
 
   std::shared_ptr<const CompiledCatalog> shared_;
   const Catalog& catalog_;
-  const std::vector<CompiledSignature>& compiled_;
   LiteralScanner scanner_;  ///< a copy: its own scratch space
   const std::vector<std::vector<std::size_t>>& literal_signatures_;
   const std::vector<std::size_t>& always_;
@@ -749,7 +815,8 @@ class LogAnalyzer::Impl {
   std::vector<Strength> evidence_strength_;  ///< beside observations_.evidence
   std::vector<std::uint64_t> seen_on_line_;
   std::uint64_t generation_ = 0;
-  std::vector<std::pair<std::size_t, std::size_t>> hits_;
+  std::vector<LiteralHit> hits_;
+  BlockScan block_scan_;  ///< process_block's scan of its block (kept for its capacity)
 
   std::string source_;
   EnvelopeDecoder envelope_;
@@ -758,7 +825,7 @@ class LogAnalyzer::Impl {
   bool skipping_ = false;
   std::uint64_t line_base_ = 0;
   std::uint64_t lines_before_source_ = 0;
-  std::deque<std::string> tail_;
+  std::deque<std::string> tail_;  ///< the last lines read, raw (cut at kTailLineBytes)
   std::uint64_t order_ = 0;
   std::uint64_t source_bytes_ = 0;         ///< bytes of the current source scanned so far
   std::deque<Mark> marks_;                 ///< recent location hints of the current source
@@ -779,6 +846,11 @@ LogAnalyzer::~LogAnalyzer() = default;
 
 void LogAnalyzer::begin_source(std::string name) { impl_->begin_source(std::move(name)); }
 void LogAnalyzer::feed(std::string_view bytes) { impl_->feed(bytes); }
+bool LogAnalyzer::passes_through() const { return impl_->passes_through(); }
+void LogAnalyzer::feed_scanned(std::string_view bytes, BlockScan& scan) {
+  impl_->feed_scanned(bytes, scan);
+}
+LiteralScanner LogAnalyzer::literal_scanner() const { return impl_->literal_scanner(); }
 void LogAnalyzer::note_exit(std::optional<int> exit_code, std::optional<int> signal) {
   impl_->observations_.exit_code = exit_code;
   impl_->observations_.signal = signal;

@@ -13,6 +13,7 @@
 
 #include "core/signatures/catalog.h"
 #include "core/signatures/diagnosis.h"
+#include "core/signatures/literal_scanner.h"
 
 namespace headroom {
 
@@ -38,6 +39,15 @@ class LogAnalyzer {
   void begin_source(std::string name);
   /// Feeds the next bytes of the current source; a chunk may split a line anywhere.
   void feed(std::string_view bytes);
+  /// Whether the current source's bytes reach the scan as they are (no container envelope
+  /// to undo, as decided from its first line): only then may feed_scanned be used.
+  [[nodiscard]] bool passes_through() const;
+  /// feed(bytes) for a source that passes_through(), with `scan` made of exactly these
+  /// bytes already by literal_scanner().scan_block (on another thread, say): the same
+  /// result as feed(bytes). `scan` is used up.
+  void feed_scanned(std::string_view bytes, BlockScan& scan);
+  /// A scanner of the catalog's literals with its own scratch space, for feed_scanned.
+  [[nodiscard]] LiteralScanner literal_scanner() const;
   /// Tells the analyzer how the job ended, when the caller knows (headroom run).
   void note_exit(std::optional<int> exit_code, std::optional<int> signal);
   /// Ends the last line and reasons over everything seen. Call once.

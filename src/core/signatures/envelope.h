@@ -57,6 +57,9 @@ class EnvelopeDecoder {
   /// Passes the decoded rest at the end of a source (an unterminated last line, pending
   /// partials) to `sink`; the decoder is then ready for the next source.
   void finish(const Sink& sink);
+  /// Whether the current source was found to have no envelope: decode() passes its bytes on
+  /// as they are.
+  [[nodiscard]] bool passes_through() const { return format_ == Format::kPlain; }
 
  private:
   enum class Format { kUndecided, kPlain, kDocker, kCri };

@@ -11,6 +11,11 @@ namespace headroom {
 struct LiteralScanner::Compiled {
   std::vector<std::string> literals;
   std::size_t longest = 0;
+  /// Literals that start with '\n' ("\n/tmp/": a line that starts so). Their occurrences
+  /// are reported where the line starts, one byte after the match: the hit is on that line.
+  std::vector<std::uint8_t> leading_newline;
+  std::vector<std::size_t> line_start_literals;  ///< their indexes
+  [[nodiscard]] std::size_t skip(std::size_t literal) const { return leading_newline[literal]; }
 #if defined(HEADROOM_HAVE_HYPERSCAN)
   hs_database_t* database = nullptr;
   hs_scratch_t* prototype = nullptr;  ///< cloned into each copy's scratch
@@ -76,6 +81,25 @@ struct Callback {
   const std::function<void(std::size_t, std::size_t)>* on_hit;
 };
 
+/// scan_block's callback: occurrences that start before `end` (the rest belong to the
+/// next piece, which starts there).
+struct PieceCallback {
+  const LiteralScanner::Compiled* compiled;
+  std::vector<LiteralHit>* hits;
+  std::size_t begin;
+  std::size_t end;
+};
+
+int on_piece_match(unsigned id, unsigned long long /*from*/, unsigned long long to,
+                   unsigned /*flags*/, void* context) {
+  const auto* callback = static_cast<const PieceCallback*>(context);
+  const std::size_t at =
+      callback->begin + static_cast<std::size_t>(to) - callback->compiled->literals[id].size();
+  if (at < callback->end)
+    callback->hits->push_back(LiteralHit{at + callback->compiled->skip(id), id, 0});
+  return 0;
+}
+
 int on_match(unsigned id, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
              void* context) {
   const auto* callback = static_cast<const Callback*>(context);
@@ -116,13 +140,20 @@ LiteralScanner& LiteralScanner::operator=(const LiteralScanner& other) {
   return *this;
 }
 
-LiteralScanner::LiteralScanner(std::vector<std::string> literals) {
+LiteralScanner::LiteralScanner(std::vector<std::string> literals, Engine engine) {
   auto compiled = std::make_shared<Compiled>();
   compiled->literals = std::move(literals);
-  for (const std::string& literal : compiled->literals)
+  for (std::size_t i = 0; i < compiled->literals.size(); ++i) {
+    const std::string& literal = compiled->literals[i];
     compiled->longest = std::max(compiled->longest, literal.size());
+    const bool leading = literal.size() > 1 && literal.front() == '\n';
+    compiled->leading_newline.push_back(leading ? 1 : 0);
+    if (leading) compiled->line_start_literals.push_back(i);
+  }
 #if defined(HEADROOM_HAVE_HYPERSCAN)
-  compile(*compiled);
+  if (engine == Engine::kBest) compile(*compiled);
+#else
+  (void)engine;
 #endif
   if (!compiled->hyperscan()) compiled->prefilter = LiteralPrefilter(compiled->literals);
   compiled_ = std::move(compiled);
@@ -141,16 +172,79 @@ void LiteralScanner::scan(std::string_view block,
     for (std::size_t at = 0; at < block.size(); at += kPiece) {
       const std::size_t begin = at == 0 ? 0 : at - overlap;
       const std::string_view piece = block.substr(begin, kPiece + (at - begin));
-      const std::function<void(std::size_t, std::size_t)> shifted =
-          [&](std::size_t position, std::size_t literal) { on_hit(begin + position, literal); };
-      Callback callback{&compiled_->literals, begin == 0 ? &on_hit : &shifted};
+      const std::function<void(std::size_t, std::size_t)> shifted = [&](std::size_t position,
+                                                                        std::size_t literal) {
+        on_hit(begin + position + compiled_->skip(literal), literal);
+      };
+      Callback callback{&compiled_->literals, &shifted};
       (void)hs_scan(compiled_->database, piece.data(), static_cast<unsigned>(piece.size()), 0,
                     scratch_->space, on_match, &callback);
     }
     return;
   }
 #endif
-  compiled_->prefilter.scan(block, on_hit);
+  compiled_->prefilter.scan(block, [&](std::size_t at, std::size_t literal) {
+    on_hit(at + compiled_->skip(literal), literal);
+  });
+}
+
+void LiteralScanner::scan_block(std::string_view block, BlockScan& out) {
+  out.hits.clear();
+  out.newlines = 0;
+  // A piece fits in L2 with room to spare: the newline count after the matcher reads it
+  // from cache, not memory.
+  constexpr std::size_t kPiece = std::size_t{256} << 10;
+  const std::size_t overlap = compiled_ && compiled_->longest > 0 ? compiled_->longest - 1 : 0;
+  for (std::size_t begin = 0; begin < block.size(); begin += kPiece) {
+    const std::size_t end = std::min(block.size(), begin + kPiece);
+    const std::size_t first = out.hits.size();
+    if (begin == 0 && compiled_) {
+      // The block starts a line: a literal that asks for a line start matches there too.
+      for (std::size_t literal : compiled_->line_start_literals) {
+        if (block.starts_with(std::string_view(compiled_->literals[literal]).substr(1)))
+          out.hits.push_back(LiteralHit{0, literal, 0});
+      }
+    }
+    if (compiled_ && !compiled_->literals.empty()) {
+      // The piece and the first `overlap` bytes of the next: an occurrence that starts in
+      // this piece is found here whole; one that starts in the next, there.
+      const std::string_view piece = block.substr(begin, end - begin + overlap);
+#if defined(HEADROOM_HAVE_HYPERSCAN)
+      if (compiled_->hyperscan()) {
+        PieceCallback callback{compiled_.get(), &out.hits, begin, end};
+        (void)hs_scan(compiled_->database, piece.data(), static_cast<unsigned>(piece.size()), 0,
+                      scratch_->space, on_piece_match, &callback);
+      } else
+#endif
+      {
+        compiled_->prefilter.scan(piece, [&](std::size_t at, std::size_t literal) {
+          if (begin + at < end)
+            out.hits.push_back(LiteralHit{begin + at + compiled_->skip(literal), literal, 0});
+        });
+      }
+      // Hyperscan reports by end position, the prefilter may report an occurrence twice.
+      std::sort(out.hits.begin() + static_cast<std::ptrdiff_t>(first), out.hits.end());
+      out.hits.erase(
+          std::unique(out.hits.begin() + static_cast<std::ptrdiff_t>(first), out.hits.end(),
+                      [](const LiteralHit& a, const LiteralHit& b) {
+                        return a.at == b.at && a.literal == b.literal;
+                      }),
+          out.hits.end());
+    }
+    std::size_t counted = begin;
+    for (std::size_t k = first; k < out.hits.size(); ++k) {
+      LiteralHit& hit = out.hits[k];
+      out.newlines +=
+          LiteralPrefilter::count_newlines(block.data() + counted, block.data() + hit.at);
+      counted = hit.at;
+      hit.newlines = out.newlines;
+    }
+    out.newlines += LiteralPrefilter::count_newlines(block.data() + counted, block.data() + end);
+  }
+}
+
+std::size_t LiteralScanner::hit_size(std::size_t literal) const {
+  return compiled_->literals[literal].size() - compiled_->skip(literal);
 }
 
 std::string_view LiteralScanner::engine() const {

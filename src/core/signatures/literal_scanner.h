@@ -9,6 +9,7 @@
 // copy has its own scratch space, so copies may scan on different threads.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,11 +20,33 @@
 
 namespace headroom {
 
+/// An occurrence of a literal in a block, and the number of '\n' bytes before it there
+/// (its line's index in the block).
+struct LiteralHit {
+  std::size_t at = 0;
+  std::size_t literal = 0;
+  std::uint64_t newlines = 0;
+  friend bool operator<(const LiteralHit& a, const LiteralHit& b) {
+    return a.at != b.at ? a.at < b.at : a.literal < b.literal;
+  }
+};
+
+/// What scan_block found in a block: every occurrence that lies wholly inside it, once,
+/// in (position, literal) order, and the block's '\n' count.
+struct BlockScan {
+  std::vector<LiteralHit> hits;
+  std::uint64_t newlines = 0;
+};
+
 class LiteralScanner {
  public:
+  /// Which matcher runs: Hyperscan where it is built in and the CPU can run it, else the
+  /// portable prefilter; kPortable asks for the prefilter (tests of the fallback).
+  enum class Engine { kBest, kPortable };
+
   LiteralScanner();
   /// `literals` must each be at least LiteralPrefilter::kWindow bytes long.
-  explicit LiteralScanner(std::vector<std::string> literals);
+  explicit LiteralScanner(std::vector<std::string> literals, Engine engine = Engine::kBest);
   ~LiteralScanner();
   LiteralScanner(const LiteralScanner& other);
   LiteralScanner& operator=(const LiteralScanner& other);
@@ -31,8 +54,19 @@ class LiteralScanner {
   LiteralScanner& operator=(LiteralScanner&&) noexcept;
 
   /// Calls on_hit(position, literal_index) for each occurrence (roughly in ascending
-  /// order; an occurrence may be reported twice).
+  /// order; an occurrence may be reported twice). A literal that starts with '\n' asks for
+  /// a line that starts with the rest: its position is where that line starts.
   void scan(std::string_view block, const std::function<void(std::size_t, std::size_t)>& on_hit);
+
+  /// Finds the literals in `block` and counts its lines in one pass: a cache-sized piece
+  /// at a time, the line count reading what the matcher has just brought into cache.
+  /// `block` starts a line: a literal that starts with '\n' also matches at its start.
+  /// Replaces `out`'s contents (its capacity is reused).
+  void scan_block(std::string_view block, BlockScan& out);
+
+  /// The bytes an occurrence of `literal` covers from the position reported (its length,
+  /// less the leading '\n' of a line-start literal).
+  [[nodiscard]] std::size_t hit_size(std::size_t literal) const;
 
   /// "hyperscan" or "prefilter": which engine runs (for benchmarks and debugging).
   [[nodiscard]] std::string_view engine() const;

@@ -5,6 +5,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace headroom {
 
@@ -41,8 +44,39 @@ LiteralPrefilter::LiteralPrefilter(std::vector<std::string> literals)
   for (const Item& item : all) entries_.push_back(item.entry);
 }
 
+namespace {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HEADROOM_COUNT_AVX2 1
+/// The AVX2 form of count_newlines' loop: 32 bytes a step. Returns where it stopped.
+__attribute__((target("avx2"))) const char* count_newlines_avx2(const char* begin, const char* end,
+                                                                std::size_t& count) {
+  const __m256i newline = _mm256_set1_epi8('\n');
+  while (end - begin >= 32) {
+    __m256i lanes = _mm256_setzero_si256();
+    for (int round = 0; round < 255 && end - begin >= 32; ++round, begin += 32) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(begin));
+      lanes = _mm256_sub_epi8(lanes, _mm256_cmpeq_epi8(bytes, newline));
+    }
+    const __m256i sums = _mm256_sad_epu8(lanes, _mm256_setzero_si256());
+    count += static_cast<std::size_t>(_mm256_extract_epi64(sums, 0)) +
+             static_cast<std::size_t>(_mm256_extract_epi64(sums, 1)) +
+             static_cast<std::size_t>(_mm256_extract_epi64(sums, 2)) +
+             static_cast<std::size_t>(_mm256_extract_epi64(sums, 3));
+  }
+  return begin;
+}
+
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+}  // namespace
+
 std::size_t LiteralPrefilter::count_newlines(const char* begin, const char* end) {
   std::size_t count = 0;
+#if defined(HEADROOM_COUNT_AVX2)
+  if (kHaveAvx2 && end - begin >= 64) begin = count_newlines_avx2(begin, end, count);
+#endif
 #if defined(__SSE2__)
   // Per-byte counters (a match is -1, so subtracting adds 1) summed every 255
   // rounds with psadbw: no popcount instruction needed on baseline x86-64.
