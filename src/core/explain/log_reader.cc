@@ -20,6 +20,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,27 @@ Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t
   bool stop = false;
   std::optional<Error> error;
 
+  // Reads and scans chunk k into its slot, or records the error and stops everyone.
+  const auto process = [&](std::uint64_t k, LiteralScanner& scanner) {
+    Slot& slot = *slots[k % slot_count];
+    const std::uint64_t at = offset + k * chunk;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, limit - at));
+    Result<std::size_t> got = read_some(fd, slot.buffer.data(), want, name, at);
+    try {
+      if (got) scanner.scan_block(std::string_view(slot.buffer.data(), *got), slot.scan);
+    } catch (const std::bad_alloc&) {
+      got = fail(Error{Error::Code::kIo, name + ": out of memory"});
+    }
+    std::lock_guard lock(mutex);
+    if (!got) {
+      if (!error) error = got.error();
+      stop = true;
+    } else {
+      slot.got = *got;
+      slot.ready = k;
+    }
+    changed.notify_all();
+  };
   const auto work = [&](LiteralScanner& scanner) {
     while (true) {
       std::uint64_t k = 0;
@@ -120,32 +142,24 @@ Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t
         if (stop || next >= chunks) return;
         k = next++;
       }
-      Slot& slot = *slots[k % slot_count];
-      const std::uint64_t at = offset + k * chunk;
-      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, limit - at));
-      Result<std::size_t> got = read_some(fd, slot.buffer.data(), want, name, at);
-      try {
-        if (got) scanner.scan_block(std::string_view(slot.buffer.data(), *got), slot.scan);
-      } catch (const std::bad_alloc&) {
-        got = fail(Error{Error::Code::kIo, name + ": out of memory"});
-      }
-      std::lock_guard lock(mutex);
-      if (!got) {
-        if (!error) error = got.error();
-        stop = true;
-      } else {
-        slot.got = *got;
-        slot.ready = k;
-      }
-      changed.notify_all();
+      process(k, scanner);
     }
   };
   std::vector<std::thread> workers;
-  for (unsigned t = 0; t < threads; ++t) workers.emplace_back(work, std::ref(scanners[t]));
+  for (unsigned t = 0; t < threads; ++t) {
+    try {
+      workers.emplace_back(work, std::ref(scanners[t]));
+    } catch (const std::system_error&) {
+      // EAGAIN: a task limit (ulimit -u, pids.max), which explain may be asked to name.
+      // Fewer threads take the same chunks; with none, the loop below reads each itself.
+      break;
+    }
+  }
 
   std::uint64_t total = 0;
   for (std::uint64_t k = 0; k < chunks; ++k) {
     Slot& slot = *slots[k % slot_count];
+    if (workers.empty()) process(k, scanners[0]);
     {
       std::unique_lock lock(mutex);
       changed.wait(lock, [&] { return stop || slot.ready == k; });

@@ -2,7 +2,10 @@
 // and scans a chunk, the chunks are fed in order, and the diagnosis is the one a single pass
 // gives, whatever falls on a chunk's edge. Small chunks put many edges in a small file.
 
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "core/explain/log_reader.h"
@@ -219,6 +223,42 @@ TEST(ParallelRead, AFileTruncatedWhileReadEndsWhereItWasCut) {
 // A location hint that asks for a line start ("\n/tmp/"), past the first MiB, made the
 // scan go round forever on the hit at the '\n'. In a child with an alarm, so that the
 // regression fails instead of hanging the suite.
+/// In a child: becomes nobody with no task left to start (RLIMIT_NPROC 0), then reads
+/// `path` on 2 threads; 0 when the diagnosis is `expected`.
+int read_without_tasks(const std::filesystem::path& path, const std::string& expected) {
+  ::alarm(30);
+  const rlimit none{0, 0};
+  if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0 ||
+      ::setrlimit(RLIMIT_NPROC, &none) != 0) {
+    return 3;
+  }
+  try {
+    std::thread([] {}).join();
+    return 4;  // the limit did not hold: the test would prove nothing
+  } catch (const std::system_error&) {
+  }
+  return as_json(read_file(path, ReadOptions{2, 65536})) == expected ? 0 : 1;
+}
+
+/// Under a task limit (ulimit -u, a container's pids.max) no thread can be created: the file
+/// is still read, on the calling thread, to the same diagnosis. explain is what people run
+/// when such a limit killed their job; it must not die of the same limit.
+TEST(ParallelRead, NoThreadCanBeCreatedAndTheFileIsStillRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to become another user with no tasks left";
+  std::mt19937 random(11);
+  const ScratchRoot dir;
+  const std::filesystem::path path = dir.path() / "train.log";
+  write(path, eventful_log(40 * 1024, random));
+  const std::string expected = as_json(read_file(path, ReadOptions{1, 65536}));
+  ASSERT_NE(expected.find("verdict"), std::string::npos);
+  // Opened here: the child reads it through /proc/self/fd whatever the directories allow.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::filesystem::path by_fd = "/proc/self/fd/" + std::to_string(fd);
+  EXPECT_EXIT(std::exit(read_without_tasks(by_fd, expected)), ::testing::ExitedWithCode(0), "");
+  ::close(fd);
+}
+
 TEST(ExplainReading, ALineStartLiteralPastTheHeadIsReadOnTheLineItStarts) {
   std::string log;
   while (log.size() < 1100 * 1024) log += "step 1 loss 0.5 lr 1e-4 tokens/s 12000\n";
