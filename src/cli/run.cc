@@ -228,7 +228,9 @@ std::function<int()> setup_run(CLI::App& app, const Globals& globals) {
 
     // headroom's own messages go through the same writer as the job's stderr:
     // a stalled reader of stderr never blocks the sampler that prints them.
-    const OutputWriters writers = make_output_writers(STDOUT_FILENO, STDERR_FILENO);
+    const auto made = make_output_writers(STDOUT_FILENO, STDERR_FILENO);
+    if (!made) return not_started(globals, kExitRefused, made.error().message);
+    const OutputWriters& writers = *made;
     supervisor.stdout_sink = writers.out;
     supervisor.stderr_sink = writers.err;
     supervisor.output_stall = kOutputStall;

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/threads.h"
+
 namespace headroom::daemon {
 
 namespace {
@@ -208,9 +210,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address
   state->stop = ::eventfd(0, EFD_CLOEXEC);
   if (state->stop < 0) return fail(Error::from_errno(errno, "eventfd"));
   for (int i = 0; i < std::max(1, options.threads); ++i) {
-    state->threads.emplace_back([raw = state.get()] { raw->serve(); });
+    auto thread = try_start_thread([raw = state.get()] { raw->serve(); });
+    if (!thread) break;  // a task limit: fewer threads serve the same socket
+    state->threads.push_back(std::move(*thread));
   }
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
+  auto server = std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
+  if (server->state_->threads.empty()) {
+    return fail(Error{Error::Code::kIo, fmt::format("cannot serve {}: no thread to serve it on "
+                                                    "(a task limit: ulimit -u, pids.max)",
+                                                    address)});
+  }
+  return server;
 }
 
 }  // namespace headroom::daemon

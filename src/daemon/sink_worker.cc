@@ -1,5 +1,7 @@
 #include "daemon/sink_worker.h"
 
+#include "core/threads.h"
+
 namespace headroom::daemon {
 
 SinkWorker::SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, std::size_t capacity,
@@ -8,12 +10,19 @@ SinkWorker::SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, std::s
       name_(std::move(name)),
       target_(sink_->describe()),
       capacity_(capacity),
-      on_error_(std::move(on_error)),
-      thread_([this] { run(); }) {}
+      on_error_(std::move(on_error)) {
+  // A task limit may refuse the thread: this sink then delivers on the sampling thread.
+  if (auto thread = try_start_thread([this] { run(); })) thread_ = std::move(*thread);
+}
 
 SinkWorker::~SinkWorker() { stop(std::chrono::milliseconds(0)); }
 
 bool SinkWorker::push(AlertEvent event) {
+  if (!thread_.joinable()) {
+    if (stopping_) return false;
+    deliver(event);
+    return true;
+  }
   {
     std::lock_guard lock(mutex_);
     if (stopping_ || queue_.size() >= capacity_) {
@@ -29,7 +38,10 @@ bool SinkWorker::push(AlertEvent event) {
 void SinkWorker::stop(std::chrono::milliseconds deadline) {
   {
     std::unique_lock lock(mutex_);
-    if (!thread_.joinable()) return;
+    if (!thread_.joinable()) {
+      stopping_ = true;
+      return;
+    }
     changed_.wait_for(lock, deadline, [this] { return queue_.empty() && !busy_; });
     stopping_ = true;
     cancel_ = true;
@@ -40,6 +52,16 @@ void SinkWorker::stop(std::chrono::milliseconds deadline) {
   // In-flight sends see cancel_ within ~20 ms (curl's progress callback,
   // the backoff and exec wait loops), so this join is short.
   thread_.join();
+}
+
+void SinkWorker::deliver(const AlertEvent& event) {
+  const Result<void> sent = sink_->send(event, cancel_);
+  if (sent) {
+    counters_.sent.fetch_add(1);
+  } else {
+    counters_.failed.fetch_add(1);
+    if (on_error_) on_error_(name_ + " (" + target_ + "): " + sent.error().message);
+  }
 }
 
 void SinkWorker::run() {
@@ -53,13 +75,7 @@ void SinkWorker::run() {
       queue_.pop_front();
       busy_ = true;
     }
-    const Result<void> sent = sink_->send(event, cancel_);
-    if (sent) {
-      counters_.sent.fetch_add(1);
-    } else {
-      counters_.failed.fetch_add(1);
-      if (on_error_) on_error_(name_ + " (" + target_ + "): " + sent.error().message);
-    }
+    deliver(event);
     {
       std::lock_guard lock(mutex_);
       busy_ = false;

@@ -43,6 +43,8 @@ class SinkWorker {
 
  private:
   void run();
+  /// Sends one event and counts it (on the worker's thread, or the caller's without one).
+  void deliver(const AlertEvent& event);
 
   std::unique_ptr<AlertSink> sink_;
   std::string name_;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/threads.h"
 #include "daemon/alert_state.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
@@ -142,6 +143,8 @@ Result<std::unique_ptr<HttpServer>> listen_on(const std::string& address,
   // connections) delay a scrape by 2 s at most per 16 of them.
   auto server = HttpServer::start(*parsed, collector, HttpOptions{16, std::chrono::seconds(2)});
   if (!server) {
+    // The hint fits a bind that failed, not a thread the system refused.
+    if (server.error().code != Error::Code::kInvalidArgument) return fail(server.error());
     return fail(Error::invalid(
         fmt::format("{} (the address is in use or not on this host)", server.error().message)));
   }
@@ -255,7 +258,11 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
         }
         // The old sinks may be inside a slow delivery: let them finish on
         // their own thread so the reload never delays sampling.
-        std::thread([old] { old->stop(std::chrono::milliseconds(0)); }).detach();
+        if (auto stopper = try_start_thread([old] { old->stop(std::chrono::milliseconds(0)); })) {
+          stopper->detach();
+        } else {
+          old->stop(std::chrono::milliseconds(0));  // a task limit: on this thread, then
+        }
         config = std::move(*reloaded);
         watcher.reconfigure(config.watch);
         reload_ok = 1;

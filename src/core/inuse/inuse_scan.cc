@@ -45,6 +45,7 @@
 #include "core/kernel/proc_pid_stat.h"
 #include "core/kernel/proc_pid_status.h"
 #include "core/kernel/sysvipc_shm.h"
+#include "core/threads.h"
 #include "core/unique_fd.h"
 #include "core/walk/dirents.h"
 
@@ -236,12 +237,13 @@ class InUseScanner {
     };
     std::array<Partial, 2> partials;
     if (pids.size() >= kParallelMinimum) {
-      std::thread helper([&] {
+      // Without a second thread (a task limit) this one takes every pid.
+      auto helper = try_start_thread([&] {
         Scratch own;
         work(partials[1], own);
       });
       work(partials[0], scratch);
-      helper.join();
+      if (helper) helper->join();
     } else {
       work(partials[0], scratch);
     }

@@ -17,6 +17,7 @@
 
 #include "core/kernel/proc_pid_status.h"
 #include "core/kernel/text.h"
+#include "core/threads.h"
 
 namespace headroom {
 
@@ -144,9 +145,10 @@ Result<UserTasks> read_user_tasks(const Context& context) {
     }
   };
   if (pids.size() >= kParallelMinimum) {
-    std::thread helper([&] { work(counts[1]); });
+    // Without a second thread (a task limit) this one takes every pid.
+    auto helper = try_start_thread([&] { work(counts[1]); });
     work(counts[0]);
-    helper.join();
+    if (helper) helper->join();
   } else {
     work(counts[0]);
   }

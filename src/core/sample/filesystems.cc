@@ -18,6 +18,7 @@
 
 #include "core/kernel/mountinfo.h"
 #include "core/sample/sample_probes.h"
+#include "core/threads.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -46,7 +47,8 @@ std::shared_ptr<PendingStatfs> start_probe(const Syscalls* syscalls,
                                            std::chrono::steady_clock::time_point now) {
   auto pending = std::make_shared<PendingStatfs>();
   pending->started = now;
-  std::thread([pending, syscalls, paths = std::move(paths)] {
+  const std::size_t count = paths.size();
+  auto probe = try_start_thread([pending, syscalls, paths = std::move(paths)] {
     std::vector<PendingStatfs::Answer> answers;
     for (const std::filesystem::path& path : paths) {
       PendingStatfs::Answer answer;
@@ -63,7 +65,20 @@ std::shared_ptr<PendingStatfs> start_probe(const Syscalls* syscalls,
       pending->done = true;
     }
     pending->finished.notify_all();
-  }).detach();
+  });
+  if (probe) {
+    probe->detach();
+  } else {
+    // A task limit refused the thread. statfs on this one could hang on a dead mount, so
+    // the paths are not measured this time; the sample says why, and the next one retries.
+    const std::lock_guard lock(pending->mutex);
+    pending->answers.resize(count);
+    for (PendingStatfs::Answer& answer : pending->answers) {
+      answer.stats = fail(Error{Error::Code::kIo,
+                                "no thread to run statfs on (a task limit: ulimit -u, pids.max)"});
+    }
+    pending->done = true;
+  }
   return pending;
 }
 

@@ -53,7 +53,14 @@ JobSampler::JobSampler(const Context& context, const SupervisorOptions& options,
   }
   watcher_ = std::make_unique<Watcher>(job_context(context, main_pid), options.watch);
   tree_ = std::make_unique<ProcessTreeSampler>(context, ::getpid(), main_pid);
-  thread_ = start_signal_free_thread([this] { loop(); });
+  if (auto thread = start_signal_free_thread([this] { loop(); })) {
+    thread_ = std::move(*thread);
+  } else {
+    // A task limit refused the thread, the job already running: it is supervised without
+    // samples, and the post-mortem says none was taken.
+    unreadable_.push_back(
+        {"sampler", Error{Error::Code::kIo, "no thread to sample the job on (a task limit)"}});
+  }
 }
 
 JobSampler::~JobSampler() {

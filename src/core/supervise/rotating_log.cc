@@ -167,7 +167,13 @@ Result<std::unique_ptr<RotatingLog>> RotatingLog::open(RotatingLogOptions option
     state->file_bytes = static_cast<std::uint64_t>(info.st_size);
   // Detached: close() waits for it with a deadline, and the shared state keeps
   // the memory alive if a write is stuck in the kernel past that deadline.
-  start_signal_free_thread([state] { writer_loop(state); }).detach();
+  auto writer = start_signal_free_thread([state] { writer_loop(state); });
+  if (!writer) {
+    return fail(Error{Error::Code::kIo, path.string() +
+                                            ": no thread to write it on (a task limit: ulimit -u, "
+                                            "pids.max)"});
+  }
+  writer->detach();
   return std::unique_ptr<RotatingLog>(new RotatingLog(state));
 }
 

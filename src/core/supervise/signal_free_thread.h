@@ -8,19 +8,24 @@
 
 #include <signal.h>
 
+#include <optional>
 #include <thread>
 #include <utility>
 
+#include "core/threads.h"
+
 namespace headroom {
 
-/// Starts `body` on a new thread in which every signal is blocked from its first instruction.
+/// Starts `body` on a new thread in which every signal is blocked from its first
+/// instruction; nullopt when the system refuses a thread (core/threads.h). The caller's
+/// mask is restored either way.
 template <typename Body>
-std::thread start_signal_free_thread(Body&& body) {
+[[nodiscard]] std::optional<std::thread> start_signal_free_thread(Body&& body) {
   sigset_t all;
   sigset_t previous;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread(std::forward<Body>(body));
+  std::optional<std::thread> thread = try_start_thread(std::forward<Body>(body));
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return thread;
 }

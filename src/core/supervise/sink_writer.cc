@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 
 #include "core/supervise/signal_free_thread.h"
 
@@ -98,7 +99,10 @@ SinkWriter::SinkWriter(int fd, std::size_t capacity) : fd_(fd), state_(std::make
   auto state = state_;
   // Detached: a write stuck in the kernel (a reader that never reads) must not
   // hold up headroom's exit; the shared state outlives this object for it.
-  start_signal_free_thread([state] { writer_loop(state); }).detach();
+  auto writer = start_signal_free_thread([state] { writer_loop(state); });
+  // Before the job starts (run makes its writers first): the front end reports it.
+  if (!writer) throw std::system_error(EAGAIN, std::generic_category(), "output writer thread");
+  writer->detach();
 }
 
 SinkWriter::~SinkWriter() {
@@ -178,7 +182,7 @@ SinkStats SinkWriter::stats() const {
   return stats;
 }
 
-OutputWriters make_output_writers(int stdout_fd, int stderr_fd) {
+Result<OutputWriters> make_output_writers(int stdout_fd, int stderr_fd) try {
   OutputWriters writers;
   writers.out = std::make_shared<SinkWriter>(stdout_fd);
   struct stat out {};
@@ -187,6 +191,9 @@ OutputWriters make_output_writers(int stdout_fd, int stderr_fd) {
                     out.st_dev == err.st_dev && out.st_ino == err.st_ino;
   writers.err = same ? writers.out : std::make_shared<SinkWriter>(stderr_fd);
   return writers;
+} catch (const std::system_error&) {
+  return fail(Error{Error::Code::kIo,
+                    "no thread to copy the job's output on (a task limit: ulimit -u, pids.max)"});
 }
 
 }  // namespace headroom

@@ -22,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/error.h"
+
 namespace headroom {
 
 /// How one output fared.
@@ -78,6 +80,7 @@ struct OutputWriters {
   std::shared_ptr<SinkWriter> out;
   std::shared_ptr<SinkWriter> err;
 };
-[[nodiscard]] OutputWriters make_output_writers(int stdout_fd, int stderr_fd);
+/// An error when no thread can be started for them (a task limit: the job is not started).
+[[nodiscard]] Result<OutputWriters> make_output_writers(int stdout_fd, int stderr_fd);
 
 }  // namespace headroom

@@ -207,9 +207,10 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
   SignalScope signals(options.spawn.ignored_signals);  // before the sampler thread starts
   if (signals.fd() < 0) return fail(Error::from_errno(errno, "signalfd"));
   if (!options.stdout_sink || !options.stderr_sink) {
-    OutputWriters writers = make_output_writers(STDOUT_FILENO, STDERR_FILENO);
-    options.stdout_sink = writers.out;
-    options.stderr_sink = writers.err;
+    auto writers = make_output_writers(STDOUT_FILENO, STDERR_FILENO);
+    if (!writers) return fail(writers.error());
+    options.stdout_sink = writers->out;
+    options.stderr_sink = writers->err;
   }
 
   const std::shared_ptr<RotatingLog>& log = options.log;

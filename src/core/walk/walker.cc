@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/threads.h"
 #include "core/walk/dirents.h"
 #include "core/walk/hard_link_set.h"
 #include "core/walk/task_queue.h"
@@ -263,8 +264,11 @@ void Walk::run(unsigned threads) {
   std::vector<std::thread> pool;
   pool.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) {
-    pool.emplace_back([this] { Worker(*this).run(); });
+    auto thread = try_start_thread([this] { Worker(*this).run(); });
+    if (!thread) break;  // a task limit: fewer workers take the same queue
+    pool.push_back(std::move(*thread));
   }
+  if (pool.empty()) Worker(*this).run();  // not even one: this thread walks
   for (std::thread& thread : pool) thread.join();
 }
 

@@ -119,10 +119,10 @@ TEST(SinkWriter, AFlushWaitsForASlowReaderThatMakesProgress) {
 TEST(MakeOutputWriters, OneWriterWhenStdoutAndStderrAreTheSameFile) {
   Pipe pipe = make_pipe();
   const UniqueFd copy(::dup(pipe.write.get()));
-  const OutputWriters same = make_output_writers(pipe.write.get(), copy.get());
+  const OutputWriters same = make_output_writers(pipe.write.get(), copy.get()).value();
   EXPECT_EQ(same.out, same.err);
   Pipe other = make_pipe();
-  const OutputWriters different = make_output_writers(pipe.write.get(), other.write.get());
+  const OutputWriters different = make_output_writers(pipe.write.get(), other.write.get()).value();
   EXPECT_NE(different.out, different.err);
 }
 
