@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "core/du/render.h"
 #include "core/operand.h"
+#include "core/threads.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -39,7 +40,8 @@ class ProgressLine {
  public:
   explicit ProgressLine(const walk::WalkProgress& progress) : progress_(progress) {
     if (::isatty(STDERR_FILENO) != 1) return;
-    thread_ = std::thread([this] { loop(); });
+    // Under a task limit there is no thread for it: the scan runs without a progress line.
+    if (auto thread = try_start_thread([this] { loop(); })) thread_ = std::move(*thread);
   }
   ~ProgressLine() { stop(); }
   ProgressLine(const ProgressLine&) = delete;
