@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fake_syscalls.h"
+#include "core/golden.h"
 
 namespace headroom {
 namespace {
@@ -81,6 +82,35 @@ TEST(CleanRender, TheDefaultAuditLogFollowsTheUserAndXdg) {
   EXPECT_EQ(default_audit_log(context), "/home/alice/.local/state/headroom/clean.log");
   context.environment["XDG_STATE_HOME"] = "/state";
   EXPECT_EQ(default_audit_log(context), "/state/headroom/clean.log");
+}
+
+/// The golden plan and result, text and JSON (tests/golden/clean_*).
+TEST(CleanRender, GoldenPlanAndResult) {
+  CleanPlan plan = plan_with(2);
+  CleanItem sysv;
+  sysv.kind = CleanKind::kSysvSegment;
+  sysv.path = "sysv shmid 32769 key 0x00000000";
+  sysv.shmid = 32769;
+  sysv.owner = "alice";
+  sysv.bytes = 1 << 20;
+  sysv.age = std::chrono::hours(30);
+  sysv.why_safe = "attached by no process";
+  plan.items.push_back(sysv);
+  plan.total_bytes += sysv.bytes;
+  plan.blocking_pids = {7};
+  plan.visibility_note = "1 process could not be inspected";
+  testing::expect_golden("clean_plan.txt", render_clean_plan(plan, false));
+  testing::expect_golden("clean_plan.json", clean_plan_to_json(plan).dump(2) + "\n");
+  CleanOptions options;
+  options.audit_log = "/var/log/headroom/clean.log";
+  CleanResult result;
+  result.removed = {plan.items[0]};
+  result.freed_bytes = plan.items[0].bytes;
+  result.skipped.push_back(
+      {plan.items[1].path, "attached again since the plan", plan.items[1].bytes});
+  testing::expect_golden("clean_result.txt", render_clean_result(result, plan, options));
+  testing::expect_golden("clean_result.json",
+                         clean_result_to_json(result, plan, options).dump(2) + "\n");
 }
 
 }  // namespace

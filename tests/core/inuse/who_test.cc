@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/fixture_context.h"
+#include "core/golden.h"
 #include "core/inuse/render.h"
 
 namespace headroom {
@@ -45,6 +46,17 @@ TEST(Who, AMissingPathIsAnErrorNamingIt) {
   ASSERT_FALSE(answer);
   EXPECT_NE(answer.error().message.find("no-such-segment"), std::string::npos)
       << answer.error().message;
+}
+
+/// The golden text and JSON of one answer (tests/golden/who.*).
+TEST(Who, GoldenTextAndJson) {
+  FakeSyscalls syscalls;
+  const Context context = fixture_context("shm_stale_mixed", syscalls);
+  const std::vector<std::string> paths{"/dev/shm"};
+  auto answer = who(context, paths, /*with_cmdline=*/true);
+  ASSERT_TRUE(answer) << answer.error().message;
+  testing::expect_golden("who.txt", render_who_text(*answer, TextStyle{}, /*as_root=*/true));
+  testing::expect_golden("who.json", who_to_json(*answer).dump(2) + "\n");
 }
 
 }  // namespace
