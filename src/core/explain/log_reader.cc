@@ -20,9 +20,10 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "core/threads.h"
 
 namespace headroom {
 
@@ -147,13 +148,11 @@ Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t
   };
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < threads; ++t) {
-    try {
-      workers.emplace_back(work, std::ref(scanners[t]));
-    } catch (const std::system_error&) {
-      // EAGAIN: a task limit (ulimit -u, pids.max), which explain may be asked to name.
-      // Fewer threads take the same chunks; with none, the loop below reads each itself.
-      break;
-    }
+    // A task limit (ulimit -u, pids.max) may refuse one: fewer threads take the same chunks;
+    // with none, the loop below reads each itself.
+    auto worker = try_start_thread([&work, &scanner = scanners[t]] { work(scanner); });
+    if (!worker) break;
+    workers.push_back(std::move(*worker));
   }
 
   std::uint64_t total = 0;
