@@ -73,12 +73,14 @@ def test_explain_who_and_du_answer_on_the_calling_thread(job_dir: Path):
 
 
 def test_watch_says_what_it_could_not_measure_and_run_does_not_start(job_dir: Path):
-    once = as_nobody_without_tasks(["watch", "--once", "--json", "--no-shm-stale", "--no-stderr",
+    once = as_nobody_without_tasks(["watch", "--once", "--json", "--no-shm-stale",
                                     "--dir", str(job_dir)])
     assert_no_crash(once)
     assert once.returncode in (0, 1), once.stderr
     watched = {item["path"]: item for item in json.loads(once.stdout)["filesystems"]}
     assert "task limit" in watched[str(job_dir)]["error"], watched[str(job_dir)]
+    # The stderr sink has no thread of its own: it delivers on the sampling thread.
+    assert "headroom: FIRING" in once.stderr and "task limit" in once.stderr, once.stderr
     served = as_nobody_without_tasks(["watch", "--count", "2", "--interval", "100ms",
                                       "--no-shm-stale", "--no-stderr", "--listen", "127.0.0.1:0"])
     assert_no_crash(served)
