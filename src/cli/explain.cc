@@ -22,6 +22,7 @@ struct ExplainFlags {
   std::vector<std::string> catalogs;
   bool no_host = false;
   bool dump_patterns = false;
+  bool dump_literals = false;
 };
 
 int run_explain(const ExplainFlags& flags, const Globals& globals) {
@@ -30,6 +31,10 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
   if (!catalog) return usage_error(catalog.error().message);
   if (flags.dump_patterns) {
     std::cout << patterns_as_ere(*catalog);
+    return kExitOk;
+  }
+  if (flags.dump_literals) {
+    std::cout << literals_as_lines(*catalog);
     return kExitOk;
   }
   std::vector<std::string> inputs = flags.inputs;
@@ -67,6 +72,9 @@ std::function<int()> setup_explain(CLI::App& app, const Globals& globals) {
   app.add_flag("--dump-patterns", flags->dump_patterns,
                "print the catalog's patterns as grep -E lines")
       ->group("");  // hidden: benchmark and debugging aid
+  app.add_flag("--dump-literals", flags->dump_literals,
+               "print the literals the scan looks for, one a line (\\n for a newline)")
+      ->group("");  // hidden: bench/explain/floor.cc reads them
   return [flags, &globals]() { return run_explain(*flags, globals); };
 }
 

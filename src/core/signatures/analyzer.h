@@ -62,4 +62,8 @@ class LogAnalyzer {
 /// debugging aid; patterns RE2 accepts but ERE does not are approximated).
 [[nodiscard]] std::string patterns_as_ere(const Catalog& catalog);
 
+/// The literals explain's scan looks for, one a line, a newline written "\n" and a
+/// backslash "\\" (what bench/explain/floor.cc reads to measure the matcher alone).
+[[nodiscard]] std::string literals_as_lines(const Catalog& catalog);
+
 }  // namespace headroom

@@ -1,7 +1,8 @@
 // Exporting the catalog as POSIX ERE for `grep -E -f`: the benchmark's peer
 // tool scans with the same patterns. RE2-only syntax is rewritten to its ERE
 // equivalent; what has none ((?:...) groups, \d, \s, \w, \b) is mapped to
-// bracket expressions GNU grep understands.
+// bracket expressions GNU grep understands. And its scan literals, for the benchmark
+// of the matcher alone (bench/explain/floor.cc).
 
 #include <string>
 
@@ -135,6 +136,23 @@ std::string patterns_as_ere(const Catalog& catalog) {
       out += to_ere(pattern);
       out.push_back('\n');
     }
+  }
+  return out;
+}
+
+std::string literals_as_lines(const Catalog& catalog) {
+  std::string out;
+  const LiteralScanner scanner = LogAnalyzer(catalog).literal_scanner();  // owns the literals
+  for (const std::string& literal : scanner.literals()) {
+    for (const char c : literal) {
+      if (c == '\n') {
+        out += "\\n";
+      } else {
+        if (c == '\\') out.push_back('\\');
+        out.push_back(c);
+      }
+    }
+    out.push_back('\n');
   }
   return out;
 }

@@ -247,6 +247,11 @@ std::size_t LiteralScanner::hit_size(std::size_t literal) const {
   return compiled_->literals[literal].size() - compiled_->skip(literal);
 }
 
+const std::vector<std::string>& LiteralScanner::literals() const {
+  static const std::vector<std::string> kNone;
+  return compiled_ ? compiled_->literals : kNone;
+}
+
 std::string_view LiteralScanner::engine() const {
   return compiled_ && compiled_->hyperscan() ? "hyperscan" : "prefilter";
 }

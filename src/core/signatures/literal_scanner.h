@@ -68,6 +68,9 @@ class LiteralScanner {
   /// less the leading '\n' of a line-start literal).
   [[nodiscard]] std::size_t hit_size(std::size_t literal) const;
 
+  /// The literals, in index order (for benchmarks and debugging).
+  [[nodiscard]] const std::vector<std::string>& literals() const;
+
   /// "hyperscan" or "prefilter": which engine runs (for benchmarks and debugging).
   [[nodiscard]] std::string_view engine() const;
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -72,6 +73,26 @@ TEST(Ere, EveryBuiltInPatternIsValidForGrep) {
   const int status = std::system(command.c_str());
   std::remove(file.c_str());
   EXPECT_NE(WEXITSTATUS(status), 2) << "grep rejected an exported pattern";
+}
+
+/// `headroom explain --dump-literals`: one literal a line, a newline and a backslash escaped,
+/// so that a literal asking for a line start ("\n/tmp/") stays one line.
+TEST(Ere, LiteralsAreOneALineWithNewlinesAndBackslashesEscaped) {
+  Catalog catalog;
+  Signature signature;
+  signature.id = "test";
+  signature.patterns = {R"(No space left on device)", R"(cannot write to C:\\spool)"};
+  signature.literals = {"No space left on device", "\n/scratch/", "C:\\spool"};
+  catalog.signatures.push_back(signature);
+  EXPECT_EQ(literals_as_lines(catalog), "No space left on device\n\\n/scratch/\nC:\\\\spool\n");
+}
+
+TEST(Ere, EveryBuiltInLiteralIsListed) {
+  auto catalog = load_catalog({});
+  ASSERT_TRUE(catalog.has_value());
+  const std::string lines = literals_as_lines(*catalog);
+  EXPECT_GT(std::count(lines.begin(), lines.end(), '\n'), 100);
+  EXPECT_NE(lines.find("No space left on device\n"), std::string::npos);
 }
 
 }  // namespace
