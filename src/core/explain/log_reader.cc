@@ -23,15 +23,15 @@
 #include <thread>
 #include <vector>
 
+#include "core/explain/guarded_map.h"
 #include "core/threads.h"
 
 namespace headroom {
 
 namespace {
 
-/// Bytes read at a time. Reading (not mapping) the file: a log truncated while it is read
-/// (copytruncate rotation) only ends the read early, where touching a mapped page past the
-/// new end would kill explain with SIGBUS. Memory stays bounded by the buffer.
+/// Bytes read at a time (the head of a file, gzip, pipes; a large plain file is mapped a
+/// chunk at a time, guarded against being cut: guarded_map.h). Memory stays bounded by it.
 constexpr std::size_t kChunk = std::size_t{4} << 20;
 
 /// The read buffer, on transparent huge pages where the kernel allows (madvise mode, the
@@ -76,6 +76,14 @@ Result<std::size_t> read_some(int fd, char* buffer, std::size_t size, const std:
   return got;
 }
 
+/// The bytes of a chunk at `at` of `got` that the file still holds after it was cut.
+std::size_t cut_length(int fd, std::uint64_t at, std::size_t got) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || static_cast<std::uint64_t>(info.st_size) <= at) return 0;
+  return static_cast<std::size_t>(
+      std::min<std::uint64_t>(got, static_cast<std::uint64_t>(info.st_size) - at));
+}
+
 /// CPUs this process may run on (its affinity mask: taskset, cgroup cpusets).
 unsigned usable_cpus() {
   cpu_set_t set;
@@ -90,19 +98,20 @@ unsigned usable_cpus() {
 /// it holds is fed, nothing after it. Returns the bytes fed.
 Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t offset,
                                     std::uint64_t limit, unsigned threads, std::size_t chunk,
-                                    const std::string& name) {
+                                    bool map, const std::string& name) {
   const std::uint64_t chunks = (limit - offset + chunk - 1) / chunk;
   // Two slots a thread: one being fed while the next is scanned.
   struct Slot {
-    explicit Slot(std::size_t size) : buffer(size) {}
-    ReadBuffer buffer;
+    std::unique_ptr<ReadBuffer> buffer;  ///< made when a chunk is read, not mapped
+    std::optional<GuardedMap> mapped;    ///< the chunk, when it is mapped
+    const char* data = nullptr;          ///< the chunk's bytes, in one or the other
     BlockScan scan;
     std::size_t got = 0;
     std::uint64_t ready = ~std::uint64_t{0};  ///< the chunk the slot holds, once scanned
   };
   const std::size_t slot_count = std::size_t{2} * threads;
   std::vector<std::unique_ptr<Slot>> slots;
-  for (std::size_t i = 0; i < slot_count; ++i) slots.push_back(std::make_unique<Slot>(chunk));
+  for (std::size_t i = 0; i < slot_count; ++i) slots.push_back(std::make_unique<Slot>());
   std::vector<LiteralScanner> scanners;
   for (unsigned t = 0; t < threads; ++t) scanners.push_back(analyzer.literal_scanner());
 
@@ -118,9 +127,25 @@ Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t
     Slot& slot = *slots[k % slot_count];
     const std::uint64_t at = offset + k * chunk;
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, limit - at));
-    Result<std::size_t> got = read_some(fd, slot.buffer.data(), want, name, at);
+    Result<std::size_t> got = want;
     try {
-      if (got) scanner.scan_block(std::string_view(slot.buffer.data(), *got), slot.scan);
+      if (map && !slot.mapped) {
+        auto mapped = GuardedMap::map(fd, at, want, name);
+        if (mapped) slot.mapped = std::move(*mapped);
+      }
+      if (slot.mapped) {
+        slot.data = slot.mapped->bytes().data();
+      } else {
+        if (!slot.buffer) slot.buffer = std::make_unique<ReadBuffer>(chunk);
+        slot.data = slot.buffer->data();
+        got = read_some(fd, slot.buffer->data(), want, name, at);
+      }
+      if (got) scanner.scan_block(std::string_view(slot.data, *got), slot.scan);
+      if (got && slot.mapped && slot.mapped->lost_pages()) {
+        // Cut while mapped: the chunk ends where the file now does; scanned again to there.
+        got = cut_length(fd, at, *got);
+        scanner.scan_block(std::string_view(slot.data, *got), slot.scan);
+      }
     } catch (const std::bad_alloc&) {
       got = fail(Error{Error::Code::kIo, name + ": out of memory"});
     }
@@ -165,9 +190,14 @@ Result<std::uint64_t> feed_parallel(LogAnalyzer& analyzer, int fd, std::uint64_t
       if (slot.ready != k) break;  // an error
     }
     const std::uint64_t at = offset + k * chunk;
-    const bool whole = slot.got == std::min<std::uint64_t>(chunk, limit - at);
-    analyzer.feed_scanned(std::string_view(slot.buffer.data(), slot.got), slot.scan);
+    bool whole = slot.got == std::min<std::uint64_t>(chunk, limit - at);
+    analyzer.feed_scanned(std::string_view(slot.data, slot.got), slot.scan);
     total += slot.got;
+    if (slot.mapped) {
+      // A page lost while it was fed read as zeros: the file was cut, it ends here.
+      if (slot.mapped->lost_pages()) whole = false;
+      slot.mapped.reset();
+    }
     std::lock_guard lock(mutex);
     slot.ready = ~std::uint64_t{0};
     consumed = k + 1;
@@ -253,7 +283,7 @@ Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::
     // plain file of several chunks more is scanned on several threads.
     if (threads > 1 && head_read && limit != ~std::uint64_t{0} &&
         limit - total >= std::uint64_t{2} * chunk && analyzer.passes_through()) {
-      auto fed = feed_parallel(analyzer, fd, total, limit, threads, chunk, name);
+      auto fed = feed_parallel(analyzer, fd, total, limit, threads, chunk, options.map, name);
       if (!fed) return fail(fed.error());
       return total + *fed;
     }

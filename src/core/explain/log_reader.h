@@ -21,6 +21,11 @@ struct ReadOptions {
   unsigned threads = 0;
   /// Bytes a thread reads and scans at a time.
   std::size_t chunk = std::size_t{4} << 20;
+  /// Whether those chunks are mapped rather than copied: a sixth less CPU on a cached log.
+  /// A file that cannot be mapped is read. A log cut while mapped ends about where it was
+  /// cut: a page cut while it is being fed reads as zeros (guarded_map.h), where a read
+  /// ends exactly at the cut.
+  bool map = true;
   static constexpr unsigned kMaxThreads = 4;
 };
 
