@@ -30,8 +30,12 @@ struct sigaction previous {};  ///< what SIGBUS did before; written before insta
 std::uintptr_t page_size = 4096;
 
 void on_sigbus(int signal, siginfo_t* info, void* context) {
+  // A fault on a page the file lost (BUS_ADRERR), not a SIGBUS someone sent (kill, sigqueue:
+  // si_code <= 0, and si_addr is then not an address).
+  const bool fault = info->si_code > 0;
   const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (Entry& entry : entries) {
+    if (info->si_code != BUS_ADRERR) break;
     const std::uintptr_t begin = entry.begin.load(std::memory_order_acquire);
     if (begin == 0 || address < begin || address >= entry.end.load(std::memory_order_relaxed))
       continue;
@@ -47,15 +51,18 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
   // Not ours (or no page to put there): what was there before.
   if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
     previous.sa_sigaction(signal, info, context);
+  } else if (previous.sa_handler == SIG_IGN && !fault) {
+    // A sent SIGBUS that was ignored stays ignored (a fault cannot be).
   } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
     previous.sa_handler(signal);
   } else {
-    // The default: the faulting access runs again and the process dies of SIGBUS, as it
-    // would have without us (a fault cannot be ignored).
+    // The default: the process dies of SIGBUS as it would have without us. Raised again
+    // (blocked until this handler returns); a fault would also come back by itself.
     struct sigaction restore {};
     restore.sa_handler = SIG_DFL;
     ::sigemptyset(&restore.sa_mask);
     ::sigaction(SIGBUS, &restore, nullptr);
+    ::raise(SIGBUS);
   }
 }
 

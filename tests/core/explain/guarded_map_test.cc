@@ -135,5 +135,28 @@ TEST(GuardedMap, AFaultElsewhereStillKillsWhenNothingHandledIt) {
 #endif
 }
 
+/// `kill -BUS` is not a fault: it does what it did before, here end the process.
+TEST(GuardedMap, ASentSigbusIsNotSwallowed) {
+  const ScratchRoot dir;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    const int fd = page_file(dir, "guarded", 1);
+    auto guarded = GuardedMap::map(fd, 0, kPage, "guarded");
+    if (!guarded) ::_exit(3);
+    ::kill(::getpid(), SIGBUS);
+    ::_exit(0);  // still alive: the signal was swallowed
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+#if defined(__SANITIZE_ADDRESS__)
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+#else
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGBUS);
+#endif
+}
+
 }  // namespace
 }  // namespace headroom
