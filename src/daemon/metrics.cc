@@ -1,5 +1,9 @@
 #include "daemon/metrics.h"
 
+#include <fmt/format.h>
+#include <prometheus/text_serializer.h>
+
+#include <iterator>
 #include <set>
 
 namespace headroom::daemon {
@@ -190,18 +194,75 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
   }
 }
 
+/// The families of a sink's counters: name, help, and which counter.
+struct SinkFamily {
+  const char* name;
+  const char* help;
+  std::uint64_t SinkStats::*field;
+};
+constexpr SinkFamily kSinkFamilies[] = {
+    {"headroom_alert_sink_sent_total", "Alert events delivered", &SinkStats::sent},
+    {"headroom_alert_sink_failed_total", "Alert events given up after retries", &SinkStats::failed},
+    {"headroom_alert_sink_dropped_total", "Alert events dropped: the sink's queue was full",
+     &SinkStats::dropped},
+};
+
 void sink_metrics(const std::vector<SinkStats>& sinks, Families& out) {
   for (const SinkStats& sink : sinks) {
     const Labels labels = {{"sink", sink.sink}, {"target", sink.target}};
-    out.counter("headroom_alert_sink_sent_total", "Alert events delivered", labels,
-                static_cast<double>(sink.sent));
-    out.counter("headroom_alert_sink_failed_total", "Alert events given up after retries", labels,
-                static_cast<double>(sink.failed));
-    out.counter("headroom_alert_sink_dropped_total",
-                "Alert events dropped: the sink's queue was full", labels,
-                static_cast<double>(sink.dropped));
+    for (const SinkFamily& family : kSinkFamilies) {
+      out.counter(family.name, family.help, labels, static_cast<double>(sink.*family.field));
+    }
   }
 }
+
+constexpr const char* kSampleAgeHelp =
+    "Seconds since the last sample was taken: grows when sampling is stuck";
+constexpr const char* kCompleteAgeHelp =
+    "Seconds since the last sample that measured every watched path (none hung)";
+
+/// Appends to a string whose capacity is kept between scrapes: the lines rendered at
+/// scrape time, in prometheus-cpp's TextSerializer format, without allocating.
+class TextWriter {
+ public:
+  explicit TextWriter(std::string& out) : out_(out) {}
+  void family(std::string_view name, std::string_view help, std::string_view type) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                   type);
+  }
+  /// One sample; `labels` are name/value pairs. Values as TextSerializer writes them (%.16g).
+  void sample(std::string_view name, std::initializer_list<std::string_view> labels, double value) {
+    out_ += name;
+    if (labels.size() != 0) {
+      char separator = '{';
+      for (auto label = labels.begin(); label != labels.end(); label += 2) {
+        out_ += separator;
+        out_ += *label;
+        out_ += "=\"";
+        escape(*(label + 1));
+        out_ += '"';
+        separator = ',';
+      }
+      out_ += '}';
+    }
+    fmt::format_to(std::back_inserter(out_), " {:.16g}\n", value);
+  }
+
+ private:
+  void escape(std::string_view value) {
+    for (const char c : value) {
+      if (c == '\\' || c == '"') {
+        out_ += '\\';
+        out_ += c;
+      } else if (c == '\n') {
+        out_ += "\\n";
+      } else {
+        out_ += c;
+      }
+    }
+  }
+  std::string& out_;
+};
 
 }  // namespace
 
@@ -245,42 +306,63 @@ std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
 }
 
 void SnapshotCollector::publish(std::shared_ptr<const Snapshot> snapshot) {
+  auto rendered = std::make_shared<const std::string>(
+      snapshot ? prometheus::TextSerializer().Serialize(to_metric_families(*snapshot))
+               : std::string());
   std::lock_guard lock(mutex_);
   snapshot_ = std::move(snapshot);
+  rendered_ = std::move(rendered);
 }
 
-void SnapshotCollector::set_sink_stats(std::function<std::vector<SinkStats>()> read) {
+void SnapshotCollector::set_sinks(std::vector<LiveSink> sinks) {
+  auto shared = std::make_shared<const std::vector<LiveSink>>(std::move(sinks));
   std::lock_guard lock(mutex_);
-  read_sink_stats_ = std::move(read);
+  sinks_ = std::move(shared);
 }
 
-std::vector<MetricFamily> SnapshotCollector::Collect() const {
+std::shared_ptr<const std::string> SnapshotCollector::page(
+    std::chrono::steady_clock::time_point now, std::string& tail) const {
+  tail.clear();
   std::shared_ptr<const Snapshot> snapshot;
-  std::function<std::vector<SinkStats>()> read;
+  std::shared_ptr<const std::string> rendered;
+  std::shared_ptr<const std::vector<LiveSink>> sinks;
   {
     std::lock_guard lock(mutex_);
     snapshot = snapshot_;
-    read = read_sink_stats_;
+    rendered = rendered_;
+    sinks = sinks_;
   }
-  if (!snapshot) return {};
-  std::vector<MetricFamily> families = to_metric_families(*snapshot);
-  Families ages;
-  const auto now = std::chrono::steady_clock::now();
-  ages.gauge("headroom_sample_age_seconds",
-             "Seconds since the last sample was taken: grows when sampling is stuck", {},
+  if (!snapshot) return nullptr;
+  TextWriter out(tail);
+  out.family("headroom_sample_age_seconds", kSampleAgeHelp, "gauge");
+  out.sample("headroom_sample_age_seconds", {},
              std::chrono::duration<double>(now - snapshot->taken).count());
   if (snapshot->last_complete) {
-    ages.gauge("headroom_last_complete_sample_age_seconds",
-               "Seconds since the last sample that measured every watched path (none hung)", {},
+    out.family("headroom_last_complete_sample_age_seconds", kCompleteAgeHelp, "gauge");
+    out.sample("headroom_last_complete_sample_age_seconds", {},
                std::chrono::duration<double>(now - *snapshot->last_complete).count());
   }
-  for (MetricFamily& family : ages.take()) families.push_back(std::move(family));
-  if (read) {
-    Families sinks;
-    sink_metrics(read(), sinks);
-    for (MetricFamily& family : sinks.take()) families.push_back(std::move(family));
+  if (sinks && !sinks->empty()) {
+    for (const SinkFamily& family : kSinkFamilies) {
+      out.family(family.name, family.help, "counter");
+      for (const LiveSink& sink : *sinks) {
+        const SinkStats now_stats{{},
+                                  {},
+                                  sink.counters->sent.load(),
+                                  sink.counters->failed.load(),
+                                  sink.counters->dropped.load()};
+        out.sample(family.name, {"sink", sink.sink, "target", sink.target},
+                   static_cast<double>(now_stats.*family.field));
+      }
+    }
   }
-  return families;
+  return rendered;
+}
+
+std::string SnapshotCollector::text(std::chrono::steady_clock::time_point now) const {
+  std::string tail;
+  const auto rendered = page(now, tail);
+  return rendered ? *rendered + tail : tail;
 }
 
 }  // namespace headroom::daemon
