@@ -1,8 +1,8 @@
 #include "daemon/metrics.h"
 
 #include <fmt/format.h>
-#include <prometheus/text_serializer.h>
 
+#include <cmath>
 #include <iterator>
 #include <set>
 
@@ -221,8 +221,16 @@ constexpr const char* kSampleAgeHelp =
 constexpr const char* kCompleteAgeHelp =
     "Seconds since the last sample that measured every watched path (none hung)";
 
-/// Appends to a string whose capacity is kept between scrapes: the lines rendered at
-/// scrape time, in prometheus-cpp's TextSerializer format, without allocating.
+std::string_view label_name(const ClientMetric::Label& label) { return label.name; }
+std::string_view label_value(const ClientMetric::Label& label) { return label.value; }
+using LabelView = std::pair<std::string_view, std::string_view>;
+std::string_view label_name(const LabelView& label) { return label.first; }
+std::string_view label_value(const LabelView& label) { return label.second; }
+
+/// Appends the Prometheus text format to a string, exactly as prometheus-cpp's
+/// TextSerializer writes it (%.16g values, escaped label values, help as is) but
+/// without iostreams: the whole page once per sample, and at scrape time the few
+/// lines that change, into a string whose capacity is kept, so without allocating.
 class TextWriter {
  public:
   explicit TextWriter(std::string& out) : out_(out) {}
@@ -230,22 +238,38 @@ class TextWriter {
     fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
                    type);
   }
-  /// One sample; `labels` are name/value pairs. Values as TextSerializer writes them (%.16g).
-  void sample(std::string_view name, std::initializer_list<std::string_view> labels, double value) {
+  template <typename Labels>
+  void sample(std::string_view name, const Labels& labels, double value) {
     out_ += name;
-    if (labels.size() != 0) {
-      char separator = '{';
-      for (auto label = labels.begin(); label != labels.end(); label += 2) {
-        out_ += separator;
-        out_ += *label;
-        out_ += "=\"";
-        escape(*(label + 1));
-        out_ += '"';
-        separator = ',';
-      }
-      out_ += '}';
+    char separator = '{';
+    for (const auto& label : labels) {
+      out_ += separator;
+      out_ += label_name(label);
+      out_ += "=\"";
+      escape(label_value(label));
+      out_ += '"';
+      separator = ',';
     }
-    fmt::format_to(std::back_inserter(out_), " {:.16g}\n", value);
+    if (separator == ',') out_ += '}';
+    if (std::isnan(value)) {
+      out_ += " Nan\n";
+    } else if (std::isinf(value)) {
+      out_ += value < 0 ? " -Inf\n" : " +Inf\n";
+    } else {
+      fmt::format_to(std::back_inserter(out_), " {:.16g}\n", value);
+    }
+  }
+  void sample(std::string_view name, std::initializer_list<LabelView> labels, double value) {
+    sample<std::initializer_list<LabelView>>(name, labels, value);
+  }
+  void families(const std::vector<MetricFamily>& families) {
+    for (const MetricFamily& family : families) {
+      const bool counter = family.type == MetricType::Counter;
+      this->family(family.name, family.help, counter ? "counter" : "gauge");
+      for (const ClientMetric& metric : family.metric) {
+        sample(family.name, metric.label, counter ? metric.counter.value : metric.gauge.value);
+      }
+    }
   }
 
  private:
@@ -306,9 +330,9 @@ std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
 }
 
 void SnapshotCollector::publish(std::shared_ptr<const Snapshot> snapshot) {
-  auto rendered = std::make_shared<const std::string>(
-      snapshot ? prometheus::TextSerializer().Serialize(to_metric_families(*snapshot))
-               : std::string());
+  auto text = std::make_shared<std::string>();
+  if (snapshot) TextWriter(*text).families(to_metric_families(*snapshot));
+  std::shared_ptr<const std::string> rendered = std::move(text);
   std::lock_guard lock(mutex_);
   snapshot_ = std::move(snapshot);
   rendered_ = std::move(rendered);
@@ -351,7 +375,7 @@ std::shared_ptr<const std::string> SnapshotCollector::page(
                                   sink.counters->sent.load(),
                                   sink.counters->failed.load(),
                                   sink.counters->dropped.load()};
-        out.sample(family.name, {"sink", sink.sink, "target", sink.target},
+        out.sample(family.name, {{"sink", sink.sink}, {"target", sink.target}},
                    static_cast<double>(now_stats.*family.field));
       }
     }
