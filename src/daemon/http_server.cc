@@ -1,17 +1,18 @@
 #include "daemon/http_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <prometheus/text_serializer.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,8 @@ namespace headroom::daemon {
 namespace {
 
 constexpr std::size_t kMaxRequest = 8192;
+/// How long a client may take to read its response once the request is in.
+constexpr std::chrono::seconds kSendTimeout{10};
 
 /// The page at `/`: what this is and where the metrics are, as node_exporter's.
 constexpr std::string_view kIndex =
@@ -32,13 +35,23 @@ constexpr std::string_view kIndex =
     "<p><a href=\"/metrics\">Metrics</a></p>\n"
     "</body></html>\n";
 
-std::string respond(std::string_view status, std::string_view type, std::string_view body,
-                    bool head, std::string_view extra = {}) {
-  std::string out = fmt::format(
+constexpr std::string_view kPlain = "text/plain; charset=utf-8";
+
+/// Writes the head for a body of `length` bytes into the reply; the body parts are the caller's.
+void set_head(HttpReply& reply, std::string_view status, std::string_view type, std::size_t length,
+              std::string_view extra = {}) {
+  const auto written = fmt::format_to_n(
+      reply.head_buffer.data(), reply.head_buffer.size(),
       "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-      status, type, body.size(), extra);
-  if (!head) out += body;
-  return out;
+      status, type, length, extra);
+  reply.parts[0] =
+      std::string_view(reply.head_buffer.data(), std::min(written.size, reply.head_buffer.size()));
+}
+
+void respond(HttpReply& reply, std::string_view status, std::string_view type,
+             std::string_view body, bool head, std::string_view extra = {}) {
+  set_head(reply, status, type, body.size(), extra);
+  reply.parts[1] = head ? std::string_view() : body;
 }
 
 struct Sockaddr {
@@ -74,100 +87,242 @@ Result<Sockaddr> to_sockaddr(const std::string& address) {
   return out;
 }
 
-/// Reads one request head (up to the blank line) within `timeout`; empty when the
-/// client sent none in time, closed early or sent more than kMaxRequest.
-std::string read_request(int fd, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string request;
-  char buffer[2048];
-  while (request.find("\r\n\r\n") == std::string::npos &&
-         request.find("\n\n") == std::string::npos) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || request.size() > kMaxRequest) return {};
-    pollfd ready{fd, POLLIN, 0};
-    const int polled = ::poll(&ready, 1, static_cast<int>(left.count()));
-    if (polled < 0 && errno == EINTR) continue;
-    if (polled <= 0) return {};
-    const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return {};
-    request.append(buffer, static_cast<std::size_t>(got));
-  }
-  return request;
+bool request_complete(std::string_view request) {
+  return request.find("\r\n\r\n") != std::string_view::npos ||
+         request.find("\n\n") != std::string_view::npos;
 }
 
-void send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) return;
-    data.remove_prefix(static_cast<std::size_t>(sent));
-  }
-}
+/// One client connection: reading its request, then sending the reply.
+struct Connection {
+  int fd = -1;
+  bool sending = false;
+  std::chrono::steady_clock::time_point deadline;
+  std::string request;  ///< keeps its capacity from one connection to the next
+  HttpReply reply;
+  std::size_t sent = 0;
+};
 
 }  // namespace
 
-std::string http_response(std::string_view request, const SnapshotCollector& collector) {
+void prepare_reply(std::string_view request, const SnapshotCollector& collector, HttpReply& reply) {
+  reply.page.reset();
+  reply.tail.clear();
+  reply.parts = {};
   const std::size_t line_end = request.find_first_of("\r\n");
   const std::string_view line = request.substr(0, line_end);
   const std::size_t first = line.find(' ');
   const std::size_t second = first == std::string_view::npos ? first : line.find(' ', first + 1);
   if (second == std::string_view::npos || !line.substr(second + 1).starts_with("HTTP/")) {
-    return respond("400 Bad Request", "text/plain; charset=utf-8", "bad request\n", false);
+    return respond(reply, "400 Bad Request", kPlain, "bad request\n", false);
   }
   const std::string_view method = line.substr(0, first);
   std::string_view target = line.substr(first + 1, second - first - 1);
   target = target.substr(0, target.find('?'));
   const bool head = method == "HEAD";
   if (method != "GET" && !head) {
-    return respond("405 Method Not Allowed", "text/plain; charset=utf-8", "only GET and HEAD\n",
-                   false, "Allow: GET, HEAD\r\n");
+    return respond(reply, "405 Method Not Allowed", kPlain, "only GET and HEAD\n", false,
+                   "Allow: GET, HEAD\r\n");
   }
   if (target == "/metrics") {
-    const std::string body = prometheus::TextSerializer().Serialize(collector.Collect());
-    return respond("200 OK", "text/plain; version=0.0.4; charset=utf-8", body, head);
+    reply.page = collector.page(std::chrono::steady_clock::now(), reply.tail);
+    const std::string_view body = reply.page ? std::string_view(*reply.page) : std::string_view();
+    set_head(reply, "200 OK", "text/plain; version=0.0.4; charset=utf-8",
+             body.size() + reply.tail.size());
+    if (!head) {
+      reply.parts[1] = body;
+      reply.parts[2] = reply.tail;
+    }
+    return;
   }
-  if (target == "/") return respond("200 OK", "text/html; charset=utf-8", kIndex, head);
-  return respond("404 Not Found", "text/plain; charset=utf-8",
-                 "not found: the metrics are at /metrics\n", head);
+  if (target == "/") return respond(reply, "200 OK", "text/html; charset=utf-8", kIndex, head);
+  respond(reply, "404 Not Found", kPlain, "not found: the metrics are at /metrics\n", head);
+}
+
+std::string http_response(std::string_view request, const SnapshotCollector& collector) {
+  HttpReply reply;
+  prepare_reply(request, collector, reply);
+  std::string out;
+  for (const std::string_view part : reply.parts) out += part;
+  return out;
 }
 
 struct HttpServer::State {
   int listener = -1;
   int stop = -1;  ///< an eventfd: readable once the server stops
+  int epoll = -1;
   std::string address;
   std::shared_ptr<SnapshotCollector> collector;
   HttpOptions options;
-  std::vector<std::thread> threads;
+  std::vector<Connection> connections;
+  std::size_t open = 0;
+  bool accepting = true;
+  /// After accept failed for lack of file descriptors or memory: when to try again.
+  std::optional<std::chrono::steady_clock::time_point> paused_until;
+  std::thread thread;
+
+  static constexpr std::uint64_t kListener = ~std::uint64_t{0};
+  static constexpr std::uint64_t kStop = kListener - 1;
+
+  void watch_listener(bool on) {
+    if (on == accepting) return;
+    epoll_event event{};
+    event.events = on ? static_cast<std::uint32_t>(EPOLLIN) : 0U;
+    event.data.u64 = kListener;
+    ::epoll_ctl(epoll, EPOLL_CTL_MOD, listener, &event);
+    accepting = on;
+  }
+
+  void close_connection(Connection& connection) {
+    ::close(connection.fd);  // leaves the epoll set with it
+    connection.fd = -1;
+    connection.sending = false;
+    connection.request.clear();
+    connection.reply.page.reset();
+    connection.sent = 0;
+    --open;
+    if (!paused_until) watch_listener(true);
+  }
+
+  /// Sends what the socket takes; closes the connection once all is sent or on an error.
+  void send_reply(Connection& connection) {
+    const std::size_t total = connection.reply.size();
+    while (connection.sent < total) {
+      std::array<iovec, 3> vectors{};
+      std::size_t count = 0;
+      std::size_t skip = connection.sent;
+      for (const std::string_view part : connection.reply.parts) {
+        if (skip >= part.size()) {
+          skip -= part.size();
+          continue;
+        }
+        vectors[count++] = {const_cast<char*>(part.data() + skip), part.size() - skip};
+        skip = 0;
+      }
+      msghdr message{};
+      message.msg_iov = vectors.data();
+      message.msg_iovlen = count;
+      const ssize_t sent = ::sendmsg(connection.fd, &message, MSG_NOSIGNAL);
+      if (sent < 0 && errno == EINTR) continue;
+      if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        epoll_event event{};
+        event.events = EPOLLOUT;
+        event.data.u64 = static_cast<std::uint64_t>(&connection - connections.data());
+        ::epoll_ctl(epoll, EPOLL_CTL_MOD, connection.fd, &event);
+        return;
+      }
+      if (sent <= 0) break;
+      connection.sent += static_cast<std::size_t>(sent);
+    }
+    close_connection(connection);
+  }
+
+  /// Reads what has arrived of the request; once it is whole, replies.
+  void read_request(Connection& connection) {
+    char buffer[2048];
+    while (!request_complete(connection.request)) {
+      if (connection.request.size() > kMaxRequest) return close_connection(connection);
+      const ssize_t got = ::recv(connection.fd, buffer, sizeof buffer, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // wait for more
+      if (got <= 0) return close_connection(connection);
+      connection.request.append(buffer, static_cast<std::size_t>(got));
+    }
+    prepare_reply(connection.request, *collector, connection.reply);
+    connection.sending = true;
+    connection.deadline = std::chrono::steady_clock::now() + kSendTimeout;
+    send_reply(connection);
+  }
+
+  void accept_clients() {
+    while (open < connections.size()) {
+      const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (client < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // The connection waits in the backlog; retry in a moment, not in a busy loop.
+          paused_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+          watch_listener(false);
+        }
+        return;
+      }
+      const auto slot = std::find_if(connections.begin(), connections.end(),
+                                     [](const Connection& c) { return c.fd < 0; });
+      Connection& connection = *slot;
+      connection.fd = client;
+      connection.deadline = std::chrono::steady_clock::now() + options.request_timeout;
+      ++open;
+      epoll_event event{};
+      event.events = EPOLLIN;
+      event.data.u64 = static_cast<std::uint64_t>(slot - connections.begin());
+      if (::epoll_ctl(epoll, EPOLL_CTL_ADD, client, &event) != 0) {
+        close_connection(connection);
+        continue;
+      }
+      read_request(connection);  // the request has usually arrived with the connection
+    }
+    watch_listener(false);  // every slot taken: the next client waits in the backlog
+  }
+
+  /// Closes the connections past their deadline; the milliseconds until the next one
+  /// (-1: none, sleep until a client comes).
+  int expire(std::chrono::steady_clock::time_point now) {
+    if (paused_until && *paused_until <= now) {
+      paused_until.reset();
+      watch_listener(true);
+    }
+    auto next = paused_until.value_or(std::chrono::steady_clock::time_point::max());
+    for (Connection& connection : connections) {
+      if (connection.fd < 0) continue;
+      if (connection.deadline <= now) {
+        close_connection(connection);
+      } else {
+        next = std::min(next, connection.deadline);
+      }
+    }
+    if (next == std::chrono::steady_clock::time_point::max()) return -1;
+    return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - now).count());
+  }
 
   void serve() {
+    std::array<epoll_event, 16> events{};
     for (;;) {
-      pollfd ready[2] = {{listener, POLLIN, 0}, {stop, POLLIN, 0}};
-      if (::poll(ready, 2, -1) < 0) {
+      const int timeout =
+          open == 0 && !paused_until ? -1 : expire(std::chrono::steady_clock::now());
+      const int ready = ::epoll_wait(epoll, events.data(), events.size(), timeout);
+      if (ready < 0) {
         if (errno == EINTR) continue;
         return;
       }
-      if ((ready[1].revents & POLLIN) != 0) return;
-      // Non-blocking: another thread may have taken this connection.
-      const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      const timeval send_timeout{10, 0};
-      ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
-      const std::string request = read_request(client, options.request_timeout);
-      if (!request.empty()) send_all(client, http_response(request, *collector));
-      ::close(client);
+      for (int i = 0; i < ready; ++i) {
+        const std::uint64_t key = events[static_cast<std::size_t>(i)].data.u64;
+        if (key == kStop) return;
+        if (key == kListener) {
+          accept_clients();
+          continue;
+        }
+        Connection& connection = connections[key];
+        if (connection.fd < 0) continue;  // closed earlier in this batch
+        if (connection.sending) {
+          send_reply(connection);
+        } else {
+          read_request(connection);
+        }
+      }
     }
   }
 
   ~State() {
-    if (stop >= 0) {
+    if (thread.joinable()) {
       const std::uint64_t one = 1;
       [[maybe_unused]] const ssize_t written = ::write(stop, &one, sizeof one);
+      thread.join();
     }
-    for (std::thread& thread : threads) thread.join();
-    if (listener >= 0) ::close(listener);
-    if (stop >= 0) ::close(stop);
+    for (Connection& connection : connections) {
+      if (connection.fd >= 0) ::close(connection.fd);
+    }
+    for (const int fd : {listener, stop, epoll}) {
+      if (fd >= 0) ::close(fd);
+    }
   }
 };
 
@@ -184,6 +339,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address
   auto state = std::make_unique<State>();
   state->collector = std::move(collector);
   state->options = options;
+  state->connections.resize(static_cast<std::size_t>(std::max(1, options.max_connections)));
   const int family = sockaddr->storage.ss_family;
   state->listener = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (state->listener < 0) return fail(Error::from_errno(errno, address));
@@ -209,18 +365,25 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address
   state->address = fmt::format("{}:{}", address.substr(0, address.rfind(':')), port);
   state->stop = ::eventfd(0, EFD_CLOEXEC);
   if (state->stop < 0) return fail(Error::from_errno(errno, "eventfd"));
-  for (int i = 0; i < std::max(1, options.threads); ++i) {
-    auto thread = try_start_thread([raw = state.get()] { raw->serve(); });
-    if (!thread) break;  // a task limit: fewer threads serve the same socket
-    state->threads.push_back(std::move(*thread));
+  state->epoll = ::epoll_create1(EPOLL_CLOEXEC);
+  if (state->epoll < 0) return fail(Error::from_errno(errno, "epoll_create1"));
+  for (const auto& [fd, key] :
+       {std::pair{state->listener, State::kListener}, std::pair{state->stop, State::kStop}}) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = key;
+    if (::epoll_ctl(state->epoll, EPOLL_CTL_ADD, fd, &event) != 0) {
+      return fail(Error::from_errno(errno, "epoll_ctl"));
+    }
   }
-  auto server = std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
-  if (server->state_->threads.empty()) {
+  auto thread = try_start_thread([raw = state.get()] { raw->serve(); });
+  if (!thread) {
     return fail(Error{Error::Code::kIo, fmt::format("cannot serve {}: no thread to serve it on "
                                                     "(a task limit: ulimit -u, pids.max)",
                                                     address)});
   }
-  return server;
+  state->thread = std::move(*thread);
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
 }
 
 }  // namespace headroom::daemon

@@ -4,11 +4,19 @@
 // exporter has), over IPv4 or IPv6. Not prometheus-cpp's Exposer: Debian
 // builds its civetweb without IPv6, and this is all an exporter needs.
 //
-// A fixed pool of threads, each serving one connection at a time, every
-// response `Connection: close`; a request that has not arrived within the
-// request timeout, or is larger than 8 KiB, is dropped, so idle or slow clients
-// (a port scanner, half-open connections) hold a thread for that long at most.
+// One thread and one epoll set serve every connection, each non-blocking, every
+// response `Connection: close`. Idle, the thread sleeps in epoll_wait with no
+// timeout: it wakes only for a connection (bench/RESULTS-watch.md). A request
+// that has not arrived within the request timeout, or is larger than 8 KiB, is
+// dropped, and a response not taken within 10 s is given up, so idle or slow
+// clients (a port scanner, half-open connections) hold one of `max_connections`
+// slots for that long at most; the others are served meanwhile.
+//
+// A scrape allocates nothing in steady state: the page is the text the collector
+// rendered at the last sample, sent from the collector's buffer, and the few
+// scrape-time lines (ages, sink counters) go to a buffer each slot keeps.
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -19,7 +27,7 @@
 namespace headroom::daemon {
 
 struct HttpOptions {
-  int threads = 16;
+  int max_connections = 64;
   std::chrono::milliseconds request_timeout{2000};
 };
 
@@ -44,8 +52,27 @@ class HttpServer {
   std::unique_ptr<State> state_;
 };
 
-/// The response to one request (the text up to and excluding the blank line):
-/// status line, headers and body, as sent. Pure, for tests.
+/// One response, in up to three parts sent as they are: the head (status line and
+/// headers), the body, and for /metrics the scrape-time lines. Reused from one
+/// request to the next, it keeps its buffers: a reply allocates nothing once they
+/// have grown to the page's size.
+struct HttpReply {
+  std::array<char, 256> head_buffer{};
+  std::shared_ptr<const std::string> page;  ///< keeps the body of /metrics alive
+  std::string tail;                         ///< scrape-time lines of /metrics
+  std::array<std::string_view, 3> parts;    ///< head, body, tail
+
+  [[nodiscard]] std::size_t size() const {
+    return parts[0].size() + parts[1].size() + parts[2].size();
+  }
+};
+
+/// Fills `reply` with the response to one request (the text up to and excluding the
+/// blank line).
+void prepare_reply(std::string_view request, const SnapshotCollector& collector, HttpReply& reply);
+
+/// The response to one request as one string: status line, headers and body, as
+/// sent. Pure, for tests.
 [[nodiscard]] std::string http_response(std::string_view request,
                                         const SnapshotCollector& collector);
 

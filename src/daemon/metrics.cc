@@ -1,5 +1,9 @@
 #include "daemon/metrics.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
 #include <set>
 
 namespace headroom::daemon {
@@ -190,18 +194,99 @@ void host_metrics(const Sample& sample, const Predictions& predictions, Families
   }
 }
 
+/// The families of a sink's counters: name, help, and which counter.
+struct SinkFamily {
+  const char* name;
+  const char* help;
+  std::uint64_t SinkStats::*field;
+};
+constexpr SinkFamily kSinkFamilies[] = {
+    {"headroom_alert_sink_sent_total", "Alert events delivered", &SinkStats::sent},
+    {"headroom_alert_sink_failed_total", "Alert events given up after retries", &SinkStats::failed},
+    {"headroom_alert_sink_dropped_total", "Alert events dropped: the sink's queue was full",
+     &SinkStats::dropped},
+};
+
 void sink_metrics(const std::vector<SinkStats>& sinks, Families& out) {
   for (const SinkStats& sink : sinks) {
     const Labels labels = {{"sink", sink.sink}, {"target", sink.target}};
-    out.counter("headroom_alert_sink_sent_total", "Alert events delivered", labels,
-                static_cast<double>(sink.sent));
-    out.counter("headroom_alert_sink_failed_total", "Alert events given up after retries", labels,
-                static_cast<double>(sink.failed));
-    out.counter("headroom_alert_sink_dropped_total",
-                "Alert events dropped: the sink's queue was full", labels,
-                static_cast<double>(sink.dropped));
+    for (const SinkFamily& family : kSinkFamilies) {
+      out.counter(family.name, family.help, labels, static_cast<double>(sink.*family.field));
+    }
   }
 }
+
+constexpr const char* kSampleAgeHelp =
+    "Seconds since the last sample was taken: grows when sampling is stuck";
+constexpr const char* kCompleteAgeHelp =
+    "Seconds since the last sample that measured every watched path (none hung)";
+
+std::string_view label_name(const ClientMetric::Label& label) { return label.name; }
+std::string_view label_value(const ClientMetric::Label& label) { return label.value; }
+using LabelView = std::pair<std::string_view, std::string_view>;
+std::string_view label_name(const LabelView& label) { return label.first; }
+std::string_view label_value(const LabelView& label) { return label.second; }
+
+/// Appends the Prometheus text format to a string, exactly as prometheus-cpp's
+/// TextSerializer writes it (%.16g values, escaped label values, help as is) but
+/// without iostreams: the whole page once per sample, and at scrape time the few
+/// lines that change, into a string whose capacity is kept, so without allocating.
+class TextWriter {
+ public:
+  explicit TextWriter(std::string& out) : out_(out) {}
+  void family(std::string_view name, std::string_view help, std::string_view type) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                   type);
+  }
+  template <typename Labels>
+  void sample(std::string_view name, const Labels& labels, double value) {
+    out_ += name;
+    char separator = '{';
+    for (const auto& label : labels) {
+      out_ += separator;
+      out_ += label_name(label);
+      out_ += "=\"";
+      escape(label_value(label));
+      out_ += '"';
+      separator = ',';
+    }
+    if (separator == ',') out_ += '}';
+    if (std::isnan(value)) {
+      out_ += " Nan\n";
+    } else if (std::isinf(value)) {
+      out_ += value < 0 ? " -Inf\n" : " +Inf\n";
+    } else {
+      fmt::format_to(std::back_inserter(out_), " {:.16g}\n", value);
+    }
+  }
+  void sample(std::string_view name, std::initializer_list<LabelView> labels, double value) {
+    sample<std::initializer_list<LabelView>>(name, labels, value);
+  }
+  void families(const std::vector<MetricFamily>& families) {
+    for (const MetricFamily& family : families) {
+      const bool counter = family.type == MetricType::Counter;
+      this->family(family.name, family.help, counter ? "counter" : "gauge");
+      for (const ClientMetric& metric : family.metric) {
+        sample(family.name, metric.label, counter ? metric.counter.value : metric.gauge.value);
+      }
+    }
+  }
+
+ private:
+  void escape(std::string_view value) {
+    for (const char c : value) {
+      if (c == '\\' || c == '"') {
+        out_ += '\\';
+        out_ += c;
+      } else if (c == '\n') {
+        out_ += "\\n";
+      } else {
+        out_ += c;
+      }
+    }
+  }
+  std::string& out_;
+};
 
 }  // namespace
 
@@ -245,42 +330,63 @@ std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
 }
 
 void SnapshotCollector::publish(std::shared_ptr<const Snapshot> snapshot) {
+  auto text = std::make_shared<std::string>();
+  if (snapshot) TextWriter(*text).families(to_metric_families(*snapshot));
+  std::shared_ptr<const std::string> rendered = std::move(text);
   std::lock_guard lock(mutex_);
   snapshot_ = std::move(snapshot);
+  rendered_ = std::move(rendered);
 }
 
-void SnapshotCollector::set_sink_stats(std::function<std::vector<SinkStats>()> read) {
+void SnapshotCollector::set_sinks(std::vector<LiveSink> sinks) {
+  auto shared = std::make_shared<const std::vector<LiveSink>>(std::move(sinks));
   std::lock_guard lock(mutex_);
-  read_sink_stats_ = std::move(read);
+  sinks_ = std::move(shared);
 }
 
-std::vector<MetricFamily> SnapshotCollector::Collect() const {
+std::shared_ptr<const std::string> SnapshotCollector::page(
+    std::chrono::steady_clock::time_point now, std::string& tail) const {
+  tail.clear();
   std::shared_ptr<const Snapshot> snapshot;
-  std::function<std::vector<SinkStats>()> read;
+  std::shared_ptr<const std::string> rendered;
+  std::shared_ptr<const std::vector<LiveSink>> sinks;
   {
     std::lock_guard lock(mutex_);
     snapshot = snapshot_;
-    read = read_sink_stats_;
+    rendered = rendered_;
+    sinks = sinks_;
   }
-  if (!snapshot) return {};
-  std::vector<MetricFamily> families = to_metric_families(*snapshot);
-  Families ages;
-  const auto now = std::chrono::steady_clock::now();
-  ages.gauge("headroom_sample_age_seconds",
-             "Seconds since the last sample was taken: grows when sampling is stuck", {},
+  if (!snapshot) return nullptr;
+  TextWriter out(tail);
+  out.family("headroom_sample_age_seconds", kSampleAgeHelp, "gauge");
+  out.sample("headroom_sample_age_seconds", {},
              std::chrono::duration<double>(now - snapshot->taken).count());
   if (snapshot->last_complete) {
-    ages.gauge("headroom_last_complete_sample_age_seconds",
-               "Seconds since the last sample that measured every watched path (none hung)", {},
+    out.family("headroom_last_complete_sample_age_seconds", kCompleteAgeHelp, "gauge");
+    out.sample("headroom_last_complete_sample_age_seconds", {},
                std::chrono::duration<double>(now - *snapshot->last_complete).count());
   }
-  for (MetricFamily& family : ages.take()) families.push_back(std::move(family));
-  if (read) {
-    Families sinks;
-    sink_metrics(read(), sinks);
-    for (MetricFamily& family : sinks.take()) families.push_back(std::move(family));
+  if (sinks && !sinks->empty()) {
+    for (const SinkFamily& family : kSinkFamilies) {
+      out.family(family.name, family.help, "counter");
+      for (const LiveSink& sink : *sinks) {
+        const SinkStats now_stats{{},
+                                  {},
+                                  sink.counters->sent.load(),
+                                  sink.counters->failed.load(),
+                                  sink.counters->dropped.load()};
+        out.sample(family.name, {{"sink", sink.sink}, {"target", sink.target}},
+                   static_cast<double>(now_stats.*family.field));
+      }
+    }
   }
-  return families;
+  return rendered;
+}
+
+std::string SnapshotCollector::text(std::chrono::steady_clock::time_point now) const {
+  std::string tail;
+  const auto rendered = page(now, tail);
+  return rendered ? *rendered + tail : tail;
 }
 
 }  // namespace headroom::daemon

@@ -1,10 +1,9 @@
 #pragma once
 // The Prometheus view of a watch step: pure conversion of a snapshot to metric
 // families (so it is unit-testable and golden-testable without a socket), and
-// the collector that prometheus-cpp's Exposer calls on every scrape. Names and
-// units: docs/metrics.md.
+// the collector that renders them to text once per sample and serves that text
+// to every scrape. Names and units: docs/metrics.md.
 
-#include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
 #include <chrono>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "core/alerts/watcher.h"
+#include "daemon/sink_worker.h"
 
 namespace headroom::daemon {
 
@@ -43,18 +43,38 @@ struct Snapshot {
 /// Converts a snapshot to metric families (names: docs/metrics.md).
 [[nodiscard]] std::vector<prometheus::MetricFamily> to_metric_families(const Snapshot& snapshot);
 
-/// The collector: one immutable snapshot, swapped under a mutex by the watch loop.
-class SnapshotCollector final : public prometheus::Collectable {
+/// A sink whose delivery counters each scrape reads as they are then.
+struct LiveSink {
+  std::string sink;    ///< as SinkStats::sink
+  std::string target;  ///< as SinkStats::target
+  std::shared_ptr<const SinkCounters> counters;
+};
+
+/// The collector: the text of one immutable snapshot, rendered when the watch loop
+/// publishes it and swapped under a mutex; a scrape copies a pointer to it and
+/// adds the few lines that change between samples.
+class SnapshotCollector {
  public:
+  /// Renders `snapshot` (the Prometheus text format, as prometheus-cpp's TextSerializer
+  /// writes it, without iostreams), on the caller's thread: the
+  /// watch loop's, once per sample, whatever the number of scrapes.
   void publish(std::shared_ptr<const Snapshot> snapshot);
-  [[nodiscard]] std::vector<prometheus::MetricFamily> Collect() const override;
-  /// Called at scrape time to refresh sink counters (they change between samples).
-  void set_sink_stats(std::function<std::vector<SinkStats>()> read);
+  /// The sinks whose counters each scrape shows (the watch loop's, set again on reload).
+  void set_sinks(std::vector<LiveSink> sinks);
+  /// The /metrics page at `now`, in two parts: the text rendered at the last publish
+  /// (null before the first: an empty page), returned, and the lines computed at
+  /// scrape time (the sample's age, the sinks' counters), written to `tail` (cleared
+  /// first). Allocates nothing once `tail` has grown to their size.
+  [[nodiscard]] std::shared_ptr<const std::string> page(std::chrono::steady_clock::time_point now,
+                                                        std::string& tail) const;
+  /// The whole page at `now` as one string (for tests).
+  [[nodiscard]] std::string text(std::chrono::steady_clock::time_point now) const;
 
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> snapshot_;
-  std::function<std::vector<SinkStats>()> read_sink_stats_;
+  std::shared_ptr<const std::string> rendered_;
+  std::shared_ptr<const std::vector<LiveSink>> sinks_;
 };
 
 }  // namespace headroom::daemon

@@ -113,12 +113,12 @@ class SinkSet {
       for (auto& worker : workers_) worker->push(event);
     }
   }
-  std::vector<SinkStats> stats() const {
-    std::vector<SinkStats> result;
-    for (const auto& worker : workers_) {
-      const SinkCounters& counters = worker->counters();
-      result.push_back({worker->name(), worker->target(), counters.sent.load(),
-                        counters.failed.load(), counters.dropped.load()});
+  /// The sinks as the collector shows them, each keeping `set` (so its counters) alive.
+  static std::vector<LiveSink> live(const std::shared_ptr<const SinkSet>& set) {
+    std::vector<LiveSink> result;
+    for (const auto& worker : set->workers_) {
+      result.push_back({worker->name(), worker->target(),
+                        std::shared_ptr<const SinkCounters>(set, &worker->counters())});
     }
     return result;
   }
@@ -138,10 +138,10 @@ Result<std::unique_ptr<HttpServer>> listen_on(const std::string& address,
                                               const LoopHooks& hooks) {
   auto parsed = parse_listen_address(address);
   if (!parsed) return fail(parsed.error());
-  // 16 threads, each serving one connection at a time, and a request that has
-  // not arrived in 2 s dropped: idle or slow clients (a port scanner, half-open
-  // connections) delay a scrape by 2 s at most per 16 of them.
-  auto server = HttpServer::start(*parsed, collector, HttpOptions{16, std::chrono::seconds(2)});
+  // 64 connections at a time on one thread, and a request that has not arrived
+  // in 2 s dropped: idle or slow clients (a port scanner, half-open connections)
+  // hold a slot for 2 s at most, and delay no other scrape.
+  auto server = HttpServer::start(*parsed, collector, HttpOptions{64, std::chrono::seconds(2)});
   if (!server) {
     // The hint fits a bind that failed, not a thread the system refused.
     if (server.error().code != Error::Code::kInvalidArgument) return fail(server.error());
@@ -200,11 +200,7 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
   auto built = SinkSet::build(config, hooks);
   if (!built) return fail(built.error());
   std::shared_ptr<SinkSet> sinks = std::move(*built);
-  std::mutex sinks_mutex;  // the collector reads stats from the scrape thread
-  collector->set_sink_stats([&sinks, &sinks_mutex] {
-    std::lock_guard lock(sinks_mutex);
-    return sinks->stats();
-  });
+  collector->set_sinks(SinkSet::live(sinks));
 
   Watcher watcher(context, config.watch);
   if (!config.state_file.empty()) {
@@ -251,11 +247,9 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
             }
           }
         }
-        std::shared_ptr<SinkSet> old;
-        {
-          std::lock_guard lock(sinks_mutex);
-          old = std::exchange(sinks, std::shared_ptr<SinkSet>(std::move(*rebuilt)));
-        }
+        std::shared_ptr<SinkSet> old =
+            std::exchange(sinks, std::shared_ptr<SinkSet>(std::move(*rebuilt)));
+        collector->set_sinks(SinkSet::live(sinks));
         // The old sinks may be inside a slow delivery: let them finish on
         // their own thread so the reload never delays sampling.
         if (auto stopper = try_start_thread([old] { old->stop(std::chrono::milliseconds(0)); })) {
@@ -272,10 +266,7 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
     const auto started = std::chrono::steady_clock::now();
     auto step = watcher.step();
     if (!step) return fail(step.error());
-    {
-      std::lock_guard lock(sinks_mutex);
-      sinks->push(step->events);
-    }
+    sinks->push(step->events);
     ++samples;
     auto now_stuck = stuck_paths(*step);
     log_stuck_changes(stuck, now_stuck, hooks);

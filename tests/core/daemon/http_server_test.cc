@@ -3,6 +3,10 @@
 #include "daemon/http_server.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <sstream>
 
 namespace headroom::daemon {
 namespace {
@@ -42,6 +46,54 @@ TEST(HttpResponse, MetricsIndexAndTheRest) {
     EXPECT_EQ(status_line(http_response(garbage, collector)), "HTTP/1.1 400 Bad Request")
         << garbage;
   }
+}
+
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// The page a scrape sends is the text rendered at publish plus the scrape-time
+// lines: the same series, help texts and value format as prometheus-cpp's
+// serializer gives for the whole snapshot, label values escaped alike.
+TEST(SnapshotCollector, PageIsTheSerializedSnapshotWithLiveSinkCounters) {
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->samples_total = 12345678901234567;
+  snapshot->sample_duration_seconds = 1.0 / 3;
+  snapshot->taken = std::chrono::steady_clock::now();
+  snapshot->last_complete = snapshot->taken;
+  SnapshotCollector collector;
+  EXPECT_EQ(collector.text(snapshot->taken), "");  // before the first sample: an empty page
+  collector.publish(snapshot);
+  auto counters = std::make_shared<SinkCounters>();
+  counters->sent = 3;
+  counters->failed = 1;
+  const std::string odd = "exec#1 \"q\" \\ \n";
+  collector.set_sinks({{odd, "/bin/x", counters}});
+  const std::string page = collector.text(snapshot->taken + std::chrono::milliseconds(1500));
+
+  Snapshot with_sinks = *snapshot;
+  with_sinks.sinks = {{odd, "/bin/x", 3, 1, 0}};
+  const std::string expected =
+      prometheus::TextSerializer().Serialize(to_metric_families(with_sinks)) +
+      "# HELP headroom_sample_age_seconds Seconds since the last sample was taken: grows when "
+      "sampling is stuck\n# TYPE headroom_sample_age_seconds gauge\n"
+      "headroom_sample_age_seconds 1.5\n"
+      "# HELP headroom_last_complete_sample_age_seconds Seconds since the last sample that "
+      "measured every watched path (none hung)\n"
+      "# TYPE headroom_last_complete_sample_age_seconds gauge\n"
+      "headroom_last_complete_sample_age_seconds 1.5\n";
+  EXPECT_EQ(sorted_lines(page), sorted_lines(expected)) << page;
+  EXPECT_NE(page.find("headroom_alert_sink_sent_total{sink=\"exec#1 \\\"q\\\" \\\\ \\n\","
+                      "target=\"/bin/x\"} 3\n"),
+            std::string::npos)
+      << page;
+  // Counters are read at each scrape, the rest only at publish.
+  counters->dropped = 7;
+  EXPECT_NE(collector.text(snapshot->taken).find("\"} 7\n"), std::string::npos);
 }
 
 }  // namespace
