@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "core/inuse/inuse_index.h"
 #include "core/inuse/user_names.h"
+#include "core/threads.h"
 
 namespace headroom {
 
@@ -65,9 +67,12 @@ Result<DuReport> run_du(const Context& context, const DuOptions& options) {
   report.size = options.size;
   report.mounts = options.mounts;
 
+  // The /proc scan runs on its own thread while the walk starts: the walk
+  // keeps the ids it meets until the scan publishes its watch set.
   std::optional<InUseIndex> index;
   walk::FileIdSet watch;
-  if (options.in_use) {
+  walk::PendingWatch pending;
+  const auto scan = [&] {
     auto scanned = scan_holders(context, options, root);
     if (scanned) {
       index = std::move(*scanned);
@@ -80,6 +85,12 @@ Result<DuReport> run_du(const Context& context, const DuOptions& options) {
     } else {
       report.in_use_note = scanned.error().message;
     }
+    pending.publish(index ? &watch : nullptr);
+  };
+  std::optional<std::thread> scanner;
+  if (options.in_use) {
+    scanner = try_start_thread(scan);
+    if (!scanner) scan();  // no thread to spare: scan first, then walk
   }
 
   walk::WalkOptions walk_options;
@@ -87,9 +98,10 @@ Result<DuReport> run_du(const Context& context, const DuOptions& options) {
   walk_options.size = options.size;
   walk_options.threads = options.threads;
   walk_options.keep_files = options.top;
-  walk_options.watch = index ? &watch : nullptr;
+  walk_options.pending_watch = options.in_use ? &pending : nullptr;
   walk_options.progress = options.progress;
   auto walked = walk::walk(options.path, walk_options);
+  if (scanner) scanner->join();
   if (!walked) return fail(walked.error());
 
   std::vector<walk::TopEntry>& tops = walked->entries;

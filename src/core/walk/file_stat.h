@@ -49,4 +49,10 @@ struct FileStat {
 /// to stat dir_fd itself. Returns 0 or the errno.
 [[nodiscard]] int stat_at(int dir_fd, const char* name, FileStat& out);
 
+/// The walker's statx of each entry below the top level: only what a Tally and
+/// the walk's own checks read (type, blocks, size, links, inode, mtime, the
+/// mount-root attribute), with AT_STATX_DONT_SYNC so a network filesystem
+/// answers from its attribute cache. owner, group, atime and ctime are left 0.
+[[nodiscard]] int stat_entry_at(int dir_fd, const char* name, FileStat& out);
+
 }  // namespace headroom::walk

@@ -73,6 +73,14 @@ struct SharedTally {
   }
 };
 
+/// An id counted before a pending watch set was published, and its entry.
+struct LateId {
+  FileId id;
+  std::uint32_t slot;
+};
+/// Ids a worker keeps before it waits for a pending watch set: ~400 KiB each.
+constexpr std::size_t kMaxLate = 16 * 1024;
+
 /// State shared by the workers of one walk.
 class Walk {
  public:
@@ -83,20 +91,60 @@ class Walk {
         dirs_(dirs),
         queue_(result.threads) {}
 
-  /// Adds `stat` to `tally` unless it is another name of a counted file, and
-  /// notes it on `entry` when it is watched.
-  bool count(const FileStat& stat, Tally& tally, TopEntry* entry) {
+  /// Adds `stat` to `tally` unless it is another name of a counted file.
+  bool count(const FileStat& stat, Tally& tally) {
     if (stat.kind != FileKind::kDirectory && stat.links > 1 && !links_.insert(stat.id)) {
       hard_links_skipped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
     tally.add(stat);
-    if (options_.watch != nullptr && entry != nullptr && options_.watch->contains(stat.id)) {
-      const std::lock_guard lock(mutex_);
-      if (entry->watched.size() < WalkResult::kMaxWatched) entry->watched.push_back(stat.id);
-      ++entry->watched_count;
-    }
     return true;
+  }
+  /// Notes `id`, counted under top-level entry `slot`, on that entry when it is
+  /// watched; while a pending watch set is not published yet, keeps it in `late`.
+  void observe(const FileId& id, std::uint32_t slot, std::vector<LateId>& late) {
+    const FileIdSet* set = options_.watch;
+    if (set == nullptr && options_.pending_watch != nullptr) {
+      PendingWatch& pending = *options_.pending_watch;
+      if (!pending.published()) {
+        late.push_back({id, slot});
+        if (late.size() >= kMaxLate) check_late(late);  // waits for the set
+        return;
+      }
+      set = pending.set();
+      if (!late.empty()) check_late(late);
+    }
+    if (set != nullptr && set->contains(id)) note_watched(dirs_[slot], id);
+  }
+  /// Checks the ids a worker kept before the pending set was published.
+  void check_late(std::vector<LateId>& late) {
+    if (late.empty()) return;
+    if (const FileIdSet* set = options_.pending_watch->wait(); set != nullptr) {
+      for (const LateId& seen : late) {
+        if (set->contains(seen.id)) note_watched(dirs_[seen.slot], seen.id);
+      }
+    }
+    late.clear();
+  }
+  /// Notes the top-level entries that are watched themselves (after the walk,
+  /// so a pending set has had the whole walk to arrive). They go first in
+  /// `watched`: the entry's own holders are named even when many files under
+  /// it are held too.
+  void observe_top_level(std::vector<TopEntry>& entries) {
+    const FileIdSet* set = options_.watch;
+    if (set == nullptr && options_.pending_watch != nullptr) set = options_.pending_watch->wait();
+    if (set == nullptr) return;
+    for (TopEntry& entry : entries) {
+      if (entry.mount_point || !set->contains(entry.stat.id)) continue;
+      entry.watched.insert(entry.watched.begin(), entry.stat.id);
+      if (entry.watched.size() > WalkResult::kMaxWatched) entry.watched.pop_back();
+      ++entry.watched_count;
+    }
+  }
+  void note_watched(TopEntry& entry, const FileId& id) {
+    const std::lock_guard lock(mutex_);
+    if (entry.watched.size() < WalkResult::kMaxWatched) entry.watched.push_back(id);
+    ++entry.watched_count;
   }
   /// True when a directory must not be entered because it is another filesystem.
   bool foreign(const FileStat& stat, const std::string& path) {
@@ -163,6 +211,7 @@ class Worker {
       run_task(*task);
       walk_.queue_.finish();
     }
+    walk_.check_late(late_);
   }
 
  private:
@@ -217,7 +266,7 @@ class Worker {
     }
     FileStat stat;
     if (walk_.options_.mounts == Mounts::kStayOnFilesystem &&
-        (stat_at(fd, "", stat) != 0 || walk_.foreign(stat, path))) {
+        (stat_entry_at(fd, "", stat) != 0 || walk_.foreign(stat, path))) {
       ::close(fd);
       return -1;
     }
@@ -229,29 +278,31 @@ class Worker {
     frame.cursor = 0;
     Tally tally;
     std::uint64_t entries = 0;
-    TopEntry* entry = &walk_.dirs_[slot];
     FileStat stat;
-    const int error = for_each_dirent(frame.fd, buffer_.get(), kDirentBufferSize,
-                                      [&](std::string_view name, unsigned char) {
-                                        ++entries;
-                                        const int stat_error = stat_at(frame.fd, name.data(), stat);
-                                        if (stat_error != 0) {
-                                          walk_.problem(join(frame.path, name), stat_error);
-                                          return;
-                                        }
-                                        if (stat.kind == FileKind::kDirectory) {
-                                          if (walk_.foreign(stat, join(frame.path, name))) return;
-                                          frame.subdirectories.append(name);
-                                          frame.subdirectories.push_back('\0');
-                                        }
-                                        walk_.count(stat, tally, entry);
-                                      });
+    const int error = for_each_dirent_by_inode(
+        frame.fd, buffer_.get(), kDirentBufferSize, order_,
+        [&](std::string_view name, unsigned char) {
+          ++entries;
+          const int stat_error = stat_entry_at(frame.fd, name.data(), stat);
+          if (stat_error != 0) {
+            walk_.problem(join(frame.path, name), stat_error);
+            return;
+          }
+          if (stat.kind == FileKind::kDirectory) {
+            if (walk_.foreign(stat, join(frame.path, name))) return;
+            frame.subdirectories.append(name);
+            frame.subdirectories.push_back('\0');
+          }
+          if (walk_.count(stat, tally)) walk_.observe(stat.id, slot, late_);
+        });
     if (error != 0) walk_.problem(frame.path, error);
     walk_.finish_directory(slot, tally, entries);
   }
 
   Walk& walk_;
   std::unique_ptr<char[]> buffer_;
+  std::vector<DirentRef> order_;
+  std::vector<LateId> late_;
   std::vector<Frame> frames_;
 };
 
@@ -356,11 +407,11 @@ Result<WalkResult> walk(const std::filesystem::path& root, const WalkOptions& op
         }
         if (entry.stat.kind == FileKind::kDirectory) {
           entry.mount_point = shared.foreign(entry.stat, join(root.string(), name));
-          if (!entry.mount_point) shared.count(entry.stat, entry.tally, &entry);
+          if (!entry.mount_point) shared.count(entry.stat, entry.tally);
           dirs.push_back(std::move(entry));
           return;
         }
-        if (!shared.count(entry.stat, entry.tally, &entry)) return;
+        if (!shared.count(entry.stat, entry.tally)) return;
         result.total.add(entry.tally);
         files.add(std::move(entry));
       });
@@ -373,6 +424,7 @@ Result<WalkResult> walk(const std::filesystem::path& root, const WalkOptions& op
   ::close(root_fd);
   result.entries = std::move(dirs);
   for (TopEntry& file : files.files()) result.entries.push_back(std::move(file));
+  shared.observe_top_level(result.entries);
   return result;
 }
 

@@ -7,8 +7,10 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -41,6 +43,40 @@ struct Tally {
 /// Files to look for during the walk (e.g. those some process holds open).
 using FileIdSet = std::unordered_set<FileId, FileIdHash>;
 
+/// A watch set still being computed when the walk starts (du's /proc scan runs
+/// alongside the walk, off its critical path). Until it is published each
+/// worker keeps the ids it counts in a bounded buffer (and waits for the set
+/// only when that fills), then checks them, so the answer is the same as with
+/// a set known from the start.
+class PendingWatch {
+ public:
+  /// Makes `set` visible to the walk (nullptr: nothing to watch). Call exactly
+  /// once, from any thread; `set` must outlive the walk.
+  void publish(const FileIdSet* set) {
+    {
+      const std::lock_guard lock(mutex_);
+      set_ = set;
+      published_.store(true, std::memory_order_release);
+    }
+    ready_.notify_all();
+  }
+  [[nodiscard]] bool published() const { return published_.load(std::memory_order_acquire); }
+  /// The published set; call only once published() is true.
+  [[nodiscard]] const FileIdSet* set() const { return set_; }
+  /// Blocks until publish() and returns its set.
+  const FileIdSet* wait() {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [this] { return published_.load(std::memory_order_relaxed); });
+    return set_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  const FileIdSet* set_ = nullptr;
+  std::atomic<bool> published_{false};
+};
+
 /// Live counters a front end may poll for a progress line.
 struct WalkProgress {
   std::atomic<std::uint64_t> entries{0};
@@ -56,7 +92,8 @@ struct WalkOptions {
   /// Keep at most this many top-level non-directories individually (the
   /// largest); the rest are folded into WalkResult::folded. 0 keeps all.
   std::size_t keep_files = 0;
-  const FileIdSet* watch = nullptr;  ///< report which of these lie under each entry
+  const FileIdSet* watch = nullptr;       ///< report which of these lie under each entry
+  PendingWatch* pending_watch = nullptr;  ///< the same, for a set published during the walk
   WalkProgress* progress = nullptr;
 };
 

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "core/scratch_root.h"
 
@@ -128,6 +129,57 @@ TEST_F(WalkerTest, ReportsWatchedFilesUnderTheirTopLevelEntry) {
   ASSERT_TRUE(result);
   EXPECT_EQ(entry_named(*result, "d3")->watched_count, 1u);
   EXPECT_EQ(entry_named(*result, "d2")->watched_count, 0u);
+}
+
+// du publishes its watch set from the /proc scan while the walk runs: ids met
+// before then are kept and checked later, so the answer is the one a set known
+// from the start gives, for files deep down and for the top-level entries.
+TEST_F(WalkerTest, AWatchSetPublishedDuringTheWalkFindsTheSameFiles) {
+  struct stat deep {};
+  struct stat top {};
+  struct stat dir {};
+  ASSERT_EQ(::lstat((root_ / "d3" / "s1" / "f7").c_str(), &deep), 0);
+  ASSERT_EQ(::lstat((root_ / "top.bin").c_str(), &top), 0);
+  ASSERT_EQ(::lstat((root_ / "d1").c_str(), &dir), 0);
+  const FileIdSet watch{
+      {deep.st_dev, deep.st_ino}, {top.st_dev, top.st_ino}, {dir.st_dev, dir.st_ino}};
+  for (unsigned threads : {1U, 4U}) {
+    for (const bool late : {false, true}) {
+      PendingWatch pending;
+      WalkProgress progress;
+      WalkOptions options;
+      options.threads = threads;
+      options.pending_watch = &pending;
+      options.progress = &progress;
+      // Published at once, or only once the walk has counted every directory
+      // below the top level (the workers hold every id until then).
+      std::thread publisher([&] {
+        if (late) {
+          while (progress.directories.load() < 6u + 6 * 5) std::this_thread::yield();
+        }
+        pending.publish(&watch);
+      });
+      auto result = walk(root_, options);
+      publisher.join();
+      ASSERT_TRUE(result);
+      EXPECT_EQ(entry_named(*result, "d3")->watched_count, 1u) << threads << late;
+      EXPECT_EQ(entry_named(*result, "d2")->watched_count, 0u) << threads << late;
+      EXPECT_EQ(entry_named(*result, "top.bin")->watched_count, 1u) << threads << late;
+      EXPECT_EQ(entry_named(*result, "d1")->watched_count, 1u) << threads << late;
+      ASSERT_EQ(entry_named(*result, "d3")->watched.size(), 1u);
+      EXPECT_EQ(entry_named(*result, "d3")->watched[0].ino, deep.st_ino);
+    }
+  }
+}
+
+TEST_F(WalkerTest, ANullPendingWatchWatchesNothing) {
+  PendingWatch pending;
+  pending.publish(nullptr);
+  WalkOptions options;
+  options.pending_watch = &pending;
+  auto result = walk(root_, options);
+  ASSERT_TRUE(result);
+  for (const TopEntry& entry : result->entries) EXPECT_EQ(entry.watched_count, 0u) << entry.name;
 }
 
 TEST_F(WalkerTest, ReportsProgress) {
