@@ -16,13 +16,16 @@
 
 #include "daemon/http_server.h"
 
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<std::uint64_t> allocations{0};
+}  // namespace
+
 #if defined(__SANITIZE_ADDRESS__)
 #define HEADROOM_COUNT_ALLOCATIONS 0  // ASan owns operator new
 #else
 #define HEADROOM_COUNT_ALLOCATIONS 1
 namespace {
-std::atomic<bool> counting{false};
-std::atomic<std::uint64_t> allocations{0};
 
 void* allocate(std::size_t size) {
   if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
