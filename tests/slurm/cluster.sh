@@ -106,3 +106,8 @@ CONF
 node_is_idle() {
   sinfo -h -n hrnode -o %T | grep -qx idle
 }
+
+# Up and taking jobs (jobs that waited for it may start at once: idle, mixed or allocated).
+node_is_up() {
+  sinfo -h -n hrnode -o %T | grep -qxE 'idle|mixed|allocated|completing'
+}

@@ -185,7 +185,7 @@ scancel "$broken" || true
 
 echo "== d. HealthCheckProgram drains a broken node and resumes it once it works again"
 scontrol update nodename=hrnode state=resume
-expect "an admin resumed the node" retry 50 node_is_idle
+expect "an admin resumed the node" retry 300 node_is_up
 cp "$SLURM_CONF" "$STATE/slurm.conf.before-healthcheck"
 sed -i "s|^NodeName=|HealthCheckProgram=$STATE/bin/healthcheck\\nHealthCheckInterval=2\\nNodeName=|" \
   "$SLURM_CONF"
@@ -210,7 +210,7 @@ expect "a node drained for another reason stays drained" \
 
 echo "== e. headroom crashing or missing never drains a node"
 scontrol update nodename=hrnode state=resume
-retry 50 node_is_idle
+retry 300 node_is_idle
 cp "$STATE/slurm.conf.before-healthcheck" "$SLURM_CONF"
 scontrol reconfigure
 printf '#!/bin/sh\nkill -SEGV $$\n' >"$STATE/bin/headroom-crashes"
@@ -221,7 +221,7 @@ for binary in "$STATE/bin/headroom-crashes" /nonexistent/headroom; do
   job=$(submit "$name" --comment "headroom:workers=4,batch=32MiB" -- "touch $name.ran")
   wait_state "$job" COMPLETED
   expect "with HEADROOM=$binary a job runs" test -e "$home/$name.ran"
-  expect "and the node stays up" retry 50 node_is_idle
+  expect "and the node stays up" retry 300 node_is_idle
 done
 expect "the crash is logged, not taken for a verdict" \
   grep -q 'headroom check could not run (exit 139), not judging the node' "$STATE/syslog.log"
