@@ -89,15 +89,38 @@ void theirs(int, siginfo_t* info, void*) {
          -1, 0);
 }
 
+/// Runs `body` in a child without core dumps; returns how the child ended (waitpid's status).
+template <typename Body>
+int in_child(Body body) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    body();
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+/// That the child died of SIGBUS rather than exit with `survived` (under ASan, which reports
+/// a SIGBUS itself and exits: only that it did not go on).
+void expect_died_of_sigbus(int status, int survived) {
+#if defined(__SANITIZE_ADDRESS__)
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == survived) << status;
+#else
+  (void)survived;
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGBUS);
+#endif
+}
+
 /// In a child: a SIGBUS on a mapping that is not guarded, while a guarded one is alive.
 /// Returns how the child ended (waitpid's status).
 template <typename Setup>
 int fault_outside_a_guard(Setup setup) {
   const ScratchRoot dir;
-  const pid_t child = ::fork();
-  if (child == 0) {
-    const rlimit no_core{0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
+  return in_child([&] {
     setup();
     const int guarded_fd = page_file(dir, "guarded", 1);
     const int other_fd = page_file(dir, "other", 2);
@@ -107,10 +130,7 @@ int fault_outside_a_guard(Setup setup) {
     if (!guarded || other == MAP_FAILED || ::ftruncate(other_fd, 0) != 0) ::_exit(3);
     (void)touch(other + kPage);
     ::_exit(theirs_called == 1 ? 0 : 4);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return status;
+  });
 }
 
 TEST(GuardedMap, AFaultElsewhereGoesToTheHandlerThatWasThere) {
@@ -126,37 +146,21 @@ TEST(GuardedMap, AFaultElsewhereGoesToTheHandlerThatWasThere) {
 }
 
 TEST(GuardedMap, AFaultElsewhereStillKillsWhenNothingHandledIt) {
-  const int status = fault_outside_a_guard([] {});
-#if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer's own SIGBUS report ends the process: it must not go on.
-  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 4) << status;
-#else
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGBUS);
-#endif
+  expect_died_of_sigbus(fault_outside_a_guard([] {}), 4);
 }
 
 /// `kill -BUS` is not a fault: it does what it did before, here end the process.
 TEST(GuardedMap, ASentSigbusIsNotSwallowed) {
   const ScratchRoot dir;
-  const pid_t child = ::fork();
-  if (child == 0) {
-    const rlimit no_core{0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    const int fd = page_file(dir, "guarded", 1);
-    auto guarded = GuardedMap::map(fd, 0, kPage, "guarded");
-    if (!guarded) ::_exit(3);
-    ::kill(::getpid(), SIGBUS);
-    ::_exit(0);  // still alive: the signal was swallowed
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-#if defined(__SANITIZE_ADDRESS__)
-  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-#else
-  ASSERT_TRUE(WIFSIGNALED(status)) << status;
-  EXPECT_EQ(WTERMSIG(status), SIGBUS);
-#endif
+  expect_died_of_sigbus(in_child([&] {
+                          const int fd = page_file(dir, "guarded", 1);
+                          auto guarded = GuardedMap::map(fd, 0, kPage, "guarded");
+                          if (!guarded) ::_exit(3);
+                          ::kill(::getpid(), SIGBUS);
+                          ::_exit(0);  // still alive: the signal was swallowed
+                        }),
+                        0);
 }
 
 }  // namespace
