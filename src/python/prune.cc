@@ -78,6 +78,8 @@ class PyPlan {
       }
     }
     if (!reclaimable) series.reclaimable_bytes = 0;
+    // The saver asks before it writes: another run's save in progress is no room for its own.
+    series.saving_bytes = 0;
     const CapacityInput input{avail_bytes, checkpoint_bytes, keep, std::move(series)};
     const Capacity capacity = plan_capacity(input);
     nlohmann::ordered_json out = {

@@ -53,7 +53,9 @@ Severity Capacity::severity() const {
 Capacity plan_capacity(const CapacityInput& input) {
   Capacity result;
   result.need_bytes = save_need_bytes(input.checkpoint_bytes);
-  std::uint64_t avail = input.avail_bytes + input.series.reclaimable_bytes;
+  // A save caught in progress is the next save: what it wrote is room for it.
+  std::uint64_t avail =
+      input.avail_bytes + input.series.reclaimable_bytes + input.series.saving_bytes;
   std::vector<SeriesMember> members = input.series.members;
   // What may go before the next save: retention of the newest max(keep-1, 1).
   {
@@ -97,10 +99,12 @@ std::string capacity_summary(const std::string& dir, const CapacityInput& input,
       input.series.name.empty() ? "" : fmt::format(" of {}", input.series.name);
   const std::string keep = input.keep == 0 ? "keeping all" : fmt::format("keeping {}", input.keep);
   const std::uint64_t avail = input.avail_bytes;
-  const std::uint64_t freed = capacity.room_bytes > avail ? capacity.room_bytes - avail : 0;
-  const std::string room = freed > 0 ? fmt::format("{} free + {} that retention frees first",
-                                                   format_bytes(avail), format_bytes(freed))
-                                     : fmt::format("{} free", format_bytes(avail));
+  const std::uint64_t saving = input.series.saving_bytes;
+  const std::uint64_t freed =
+      capacity.room_bytes > avail + saving ? capacity.room_bytes - avail - saving : 0;
+  std::string room = fmt::format("{} free", format_bytes(avail));
+  if (saving > 0) room += fmt::format(" + {} the save in progress wrote", format_bytes(saving));
+  if (freed > 0) room += fmt::format(" + {} that retention frees first", format_bytes(freed));
   if (capacity.saves && *capacity.saves == 0) {
     return fmt::format("{}: the next checkpoint{} ({}, {} with margin) does not fit: {}", dir,
                        series, size, format_bytes(capacity.need_bytes), room);

@@ -33,6 +33,9 @@ struct SeriesOnDisk {
   std::string name;                     ///< its template, e.g. "step_{N}.pt"; empty: none yet
   std::vector<SeriesMember> members;    ///< newest first
   std::uint64_t reclaimable_bytes = 0;  ///< temps of dead saves, removed by the next save
+  /// Written so far by a save of the series in progress: that save is the next one, and
+  /// these bytes are already its own (0 for the saver asking before it writes).
+  std::uint64_t saving_bytes = 0;
 };
 
 /// What the rule needs.

@@ -179,17 +179,21 @@ std::string damage_of(int dir_fd, const Checkpoint& checkpoint) {
 
 /// Whether the writer of a save temp is still at work: its pid, the holders the
 /// index found, and the kernel's answer whether anyone has the file open.
+/// For a checkpoint cut short (no pid in its name): whether someone has it open, as
+/// torch.save writing straight to the final name does.
 WriterState writer_state(const Context& context, int dir_fd, const Checkpoint& temp,
                          const std::optional<InUseIndex>& index) {
   if (!temp.holders.empty()) return WriterState::kAlive;
   std::error_code error;
-  if (std::filesystem::exists(context.root.proc(std::to_string(temp.temp.pid)), error)) {
+  if (temp.kind == EntryKind::kSaveTemp &&
+      std::filesystem::exists(context.root.proc(std::to_string(temp.temp.pid)), error)) {
     return WriterState::kAlive;  // (or its pid was reused: wait until that one exits)
   }
   const UniqueFd file(
       ::openat(dir_fd, temp.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  const LeaseAnswer lease =
-      file.ok() ? context.syscalls->write_lease(file.get()) : LeaseAnswer::kUnknown;
+  const LeaseAnswer lease = file.ok() && context.syscalls != nullptr
+                                ? context.syscalls->write_lease(file.get())
+                                : LeaseAnswer::kUnknown;
   if (lease == LeaseAnswer::kInUse) return WriterState::kAlive;
   if (lease == LeaseAnswer::kUnused || (index && index->complete())) return WriterState::kGone;
   return WriterState::kUnknown;
@@ -290,6 +294,10 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
     } else if (options.contents) {
       if (checkpoint.directory) checkpoint.contents = list_contents(dir.get(), checkpoint.name);
       checkpoint.damage = damage_of(dir.get(), checkpoint);
+      // A file cut short may be a save still being written to its own name.
+      if (!checkpoint.damage.empty() && !checkpoint.directory) {
+        checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
+      }
     }
   }
   // A checkpoint being written grows between two looks; torch.save and

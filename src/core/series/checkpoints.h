@@ -63,6 +63,8 @@ struct Checkpoint {
   std::string damage;
   /// kSaveTemp: the name it was to become, its writer and whether that writer lives.
   SaveTempName temp;
+  /// Of a save temp; of a checkpoint file with `damage`: whether a save is still writing it
+  /// (kUnknown for every other checkpoint).
   WriterState writer = WriterState::kUnknown;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/series/checkpoint_name.h"
+
 namespace headroom {
 
 SeriesOnDisk series_on_disk(const CheckpointScan& scan, const RetentionPlan& plan,
@@ -9,12 +11,23 @@ SeriesOnDisk series_on_disk(const CheckpointScan& scan, const RetentionPlan& pla
   SeriesOnDisk out;
   if (series < plan.series.size()) out.name = plan.series[series].name;
   // plan.items lists each series oldest first.
+  bool complete_seen = false;
   for (auto item = plan.items.rbegin(); item != plan.items.rend(); ++item) {
     const Checkpoint& checkpoint = scan.checkpoints[item->index];
+    const bool writing = checkpoint.writer == WriterState::kAlive;
     if (item->series == series) {
+      // Newer than every complete member and still being written: the next save itself.
+      if (!item->complete && !complete_seen && writing) {
+        out.saving_bytes += checkpoint.tally.disk_bytes;
+        continue;
+      }
+      complete_seen = complete_seen || item->complete;
       out.members.push_back({checkpoint.tally.disk_bytes, item->complete, item->pinned});
     } else if (item->series == kNoSeries && item->decision == Decision::kDelete) {
       out.reclaimable_bytes += checkpoint.tally.disk_bytes;
+    } else if (item->series == kNoSeries && writing && !out.name.empty() &&
+               series_template(checkpoint.temp.target, false) == out.name) {
+      out.saving_bytes += checkpoint.tally.disk_bytes;  // the temp of a save of this series
     }
   }
   return out;

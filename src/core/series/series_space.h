@@ -15,7 +15,9 @@
 namespace headroom {
 
 /// Series `series` of a planned scan (an index into plan.series), newest member first,
-/// with the bytes of every dead save temp of the directory as reclaimable.
+/// with the bytes of every dead save temp of the directory as reclaimable, and those of a
+/// save of the series still being written (its live temp, or its newest member cut short
+/// and open) as saving_bytes, not as a member.
 [[nodiscard]] SeriesOnDisk series_on_disk(const CheckpointScan& scan, const RetentionPlan& plan,
                                           std::size_t series);
 

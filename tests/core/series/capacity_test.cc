@@ -78,5 +78,25 @@ TEST(PlanCapacity, TempsOfDeadSavesAreRoomAndKeepAllNeverFrees) {
   EXPECT_EQ(*capacity.saves, 2u);  // 22 MiB, 9.4 MiB asked per save, nothing ever removed
 }
 
+TEST(PlanCapacity, ASaveCaughtInProgressIsTheNextSaveNotOneMore) {
+  // The documented loop's disk mid-save: 22 MiB, keep 3 of 5.6 MiB; save_checkpoint deleted
+  // the oldest first and has written 5 MiB of the new one. Counted as a stranger's bytes, the
+  // next save "does not fit" (5.8 MiB free, 6.9 MiB asked) and the loop would be told to stop.
+  const std::uint64_t size = 5 * kMiB + 600 * kKiB;
+  SeriesOnDisk series = series_of(2, size);
+  CapacityInput input{22 * kMiB - 2 * size - 5 * kMiB, size, 3, series};
+  EXPECT_EQ(plan_capacity(input).severity(), Severity::kCritical);
+  input.series.saving_bytes = 5 * kMiB;
+  const Capacity capacity = plan_capacity(input);
+  EXPECT_EQ(capacity.room_bytes, 22 * kMiB - 2 * size);
+  EXPECT_EQ(capacity.severity(), Severity::kWarn);  // the steady state deletes first
+  EXPECT_EQ(capacity_summary("/ckpt", input, capacity).find("room for"), std::string::npos);
+  // Said, when the next save does not fit even so (keep 3 of 2: retention frees nothing).
+  input.checkpoint_bytes = 12 * kMiB;
+  EXPECT_EQ(capacity_summary("/ckpt", input, plan_capacity(input)),
+            "/ckpt: the next checkpoint of step_{N}.pt (12.0 MiB, 13.6 MiB with margin) does not "
+            "fit: 5.8 MiB free + 5.0 MiB the save in progress wrote");
+}
+
 }  // namespace
 }  // namespace headroom

@@ -2,7 +2,9 @@
 // capacity rule of check and watch.
 #include "core/series/series_space.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -38,6 +40,49 @@ TEST(ReadActiveSeries, AFileWithoutAStepIsNeverTheJobsSeries) {
   ASSERT_TRUE(series);
   EXPECT_TRUE(series->name.empty());
   EXPECT_TRUE(series->members.empty());
+}
+
+/// The head of a torch.save zip without its end record: a save cut short, or still going.
+void write_zip_head(const std::filesystem::path& path, std::size_t bytes) {
+  std::ofstream(path, std::ios::binary) << "PK\x03\x04" << std::string(bytes - 4, 'x');
+}
+
+TEST(ReadActiveSeries, ASaveStillBeingWrittenIsTheNextSaveNotAMember) {
+  testing::ScratchRoot scratch;
+  const std::filesystem::path dir = scratch.path();
+  write_bytes(dir / "step_000100.pt", 4096);
+  write_bytes(dir / "step_000200.pt", 4096);
+  const RealSyscalls syscalls;  // the kernel's write lease says who has a file open
+  Context context;
+  context.syscalls = &syscalls;
+  // headroom.save_checkpoint's temp, its writer (this process) alive and holding it open.
+  const std::string temp =
+      fmt::format(".step_000300.pt.headroom-tmp-{}-0123abcd", static_cast<int>(::getpid()));
+  write_bytes(dir / temp, 3000);
+  {
+    std::ifstream held(dir / temp);
+    auto series = read_active_series(context, dir);
+    ASSERT_TRUE(series) << series.error().message;
+    EXPECT_EQ(series->saving_bytes, 4096U);  // disk bytes: one page
+    EXPECT_EQ(series->members.size(), 2U);
+    EXPECT_EQ(series->reclaimable_bytes, 0U);
+  }
+  std::filesystem::remove(dir / temp);
+  // torch.save straight to the final name: cut short by its format and open, it is the save
+  // in progress; closed, a member cut short (a dead save's leftovers are not room).
+  write_zip_head(dir / "step_000300.pt", 8192);
+  {
+    std::ifstream held(dir / "step_000300.pt");
+    auto series = read_active_series(context, dir);
+    ASSERT_TRUE(series);
+    EXPECT_EQ(series->saving_bytes, 8192U);
+    EXPECT_EQ(series->members.size(), 2U);
+  }
+  auto series = read_active_series(context, dir);
+  ASSERT_TRUE(series);
+  EXPECT_EQ(series->saving_bytes, 0U);
+  ASSERT_EQ(series->members.size(), 3U);
+  EXPECT_FALSE(series->members.front().complete);
 }
 
 }  // namespace
