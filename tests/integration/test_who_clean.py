@@ -267,3 +267,71 @@ def test_root_cleans_one_users_stale_segments_with_user(scratch):
     assert "--user: no user 'no-such-user-hr'" in result.stderr
     assert "--user and --all-users exclude each other" in result.stderr
     assert "--user needs root" in result.stderr
+
+
+LEASE_HOLDER = r'''
+import ctypes, mmap, os, sys, time
+shm = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+def map_and_close(path, size, flags):
+    fd = os.open(path, flags)
+    prot = mmap.PROT_READ | (mmap.PROT_WRITE if flags == os.O_RDWR else 0)
+    assert libc.mmap(None, size, prot, mmap.MAP_SHARED, fd, 0) not in (None, 2**64 - 1)
+    os.close(fd)
+keep = [open(f"{shm}/torch_1_2_3", "rb")]                       # an open fd
+map_and_close(f"{shm}/nccl-rw", 1 << 20, os.O_RDWR)             # mapped after close, read-write
+map_and_close(f"{shm}/nccl-ro", 1 << 20, os.O_RDONLY)           # mapped after close, read-only
+print("READY", flush=True)
+sys.stdin.readline()                                             # "unlink": one goes, still mapped
+os.unlink(f"{shm}/nccl-ro")
+print("UNLINKED", flush=True)
+time.sleep(600)
+'''
+
+LEASE_SCRIPT = r'''
+mount -t tmpfs -o size=64m tmpfs /dev/shm
+for name in torch_1_2_3 nccl-rw nccl-ro torch_9_9_9 nccl-stale; do
+  head -c 1048576 /dev/zero > /dev/shm/$name
+done
+chown 4001 /dev/shm/nccl-stale            # another user's stale segment: root takes the lease
+mkfifo "$WORK/in"
+$PY -c "$HOLDER" /dev/shm < "$WORK/in" > "$WORK/holder.out" &
+holder=$!
+exec 3>"$WORK/in"
+for _ in $(seq 100); do grep -q READY "$WORK/holder.out" 2>/dev/null && break; sleep 0.1; done
+$HEADROOM --json check --only shm.stale > "$WORK/lease.json" || true
+echo unlink >&3
+for _ in $(seq 100); do grep -q UNLINKED "$WORK/holder.out" 2>/dev/null && break; sleep 0.1; done
+$HEADROOM --json check --only shm.stale > "$WORK/proc.json" || true
+kill -9 $holder
+'''
+
+
+def test_check_counts_stale_segments_from_the_kernels_leases_without_reading_proc(scratch):
+    """check's stale count needs no holder names: where the kernel's lease answers for every
+    segment and /dev/shm's used space is all in its files, /proc is not read. The lease must
+    see every kind of use a scan would: an open fd, a mapping after close, read-write and
+    read-only. Once a mapped segment is unlinked its space is in no file and the scan runs."""
+    require_root()
+    env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON, HOLDER=LEASE_HOLDER, WORK=str(scratch))
+    result = subprocess.run(
+        ["unshare", "-m", "-i", "--propagation", "private", "bash", "-euo", "pipefail", "-c",
+         LEASE_SCRIPT], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    def evidence(name: str) -> dict:
+        report = json.loads((scratch / name).read_text())
+        finding = next(f for f in report["findings"] if f["id"] == "shm.stale")
+        return {e["name"]: e["value"] for e in finding["evidence"]}
+
+    lease = evidence("lease.json")
+    assert lease["holders_from"] == "lease" and lease["processes_scanned"] == 0, lease
+    assert lease["stale_files"] == 2 and lease["stale_bytes"] == 2 << 20, lease
+    assert lease["unknown_files"] == 0 and lease["unlinked_held_segments"] == 0, lease
+    unlinked = evidence("proc.json")
+    assert unlinked["holders_from"] == "proc" and unlinked["processes_scanned"] > 0, unlinked
+    assert unlinked["stale_files"] == 2, unlinked
+    assert unlinked["unlinked_held_segments"] == 1, unlinked
+    assert unlinked["unlinked_held_bytes"] == 1 << 20, unlinked

@@ -43,7 +43,9 @@ std::string pid_list(std::span<const int> pids) {
 
 std::vector<Finding> check_shm_stale(const CheckInput& input) {
   const Context& context = input.context;
-  auto survey = survey_shm(context);
+  // The stale count needs no holder names: /proc is scanned only when the kernel's lease
+  // cannot answer for a segment or /dev/shm holds space in unlinked segments.
+  auto survey = survey_shm(context, {}, HolderScan::kWhenNeeded);
   if (!survey) return {unknown_finding(std::string(kId), "/dev/shm", survey.error().message)};
 
   Finding finding;
@@ -100,6 +102,7 @@ std::vector<Finding> check_shm_stale(const CheckInput& input) {
   finding.add("unlinked_held_bytes", unlinked_bytes, "bytes");
   if (!unlinked_pids.empty()) finding.add("unlinked_held_by_pids", pid_list(unlinked_pids));
   const InUseIndex& index = survey->index;
+  finding.add("holders_from", survey->scanned ? "proc" : "lease");
   finding.add("processes_scanned", static_cast<std::uint64_t>(index.processes_scanned()), "count");
   finding.add("processes_unreadable", static_cast<std::uint64_t>(index.unreadable_pids().size()),
               "count");

@@ -119,11 +119,59 @@ void judge_shm_use(const Context& context, const InUseIndex& index, const Visibi
   }
 }
 
-Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouched) {
+namespace {
+
+/// Decides every regular entry by the kernel's lease alone, without /proc (use_proof.h: a
+/// refused lease proves a use, a granted one proves none). False, deciding nothing for
+/// certain, when one entry gets no answer or /dev/shm uses more space than its listed files
+/// hold: that space is a segment unlinked but still open or mapped (or a file deeper down),
+/// which only a /proc scan can name.
+bool answered_by_the_kernel(const Context& context, std::vector<ShmEntry>& entries) {
+  if (context.syscalls == nullptr) return false;
+  // Measured after the listing: what was created since counts as unexplained space.
+  auto stats = context.syscalls->statvfs(context.root.dev("shm"));
+  if (!stats) return false;
+  std::uint64_t listed = 0;
+  for (const ShmEntry& entry : entries) listed += entry.allocated_bytes;
+  if (stats->used_bytes() > listed) return false;
+  const std::filesystem::path dir = context.root.dev("shm");
+  const UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir_fd.ok()) return false;
+  for (ShmEntry& entry : entries) {
+    if (!entry.regular()) continue;  // never stale, whoever holds it
+    const UniqueFd fd = open_for_probe(dir_fd.get(), entry.name.c_str(), entry.id);
+    const LeaseAnswer answer = fd.ok() ? context.syscalls->write_lease(fd.get())
+                               : errno == EWOULDBLOCK || errno == EAGAIN
+                                   ? LeaseAnswer::kInUse  // someone else holds a lease on it
+                                   : LeaseAnswer::kUnknown;
+    if (answer == LeaseAnswer::kUnknown) return false;
+    entry.use = answer == LeaseAnswer::kInUse ? Use::kInUse : Use::kUnused;
+    entry.use_why = answer == LeaseAnswer::kInUse
+                        ? "open or mapped (the kernel refused a lease; holders not looked up)"
+                        : "no process has it open or mapped (the kernel granted an exclusive "
+                          "lease)";
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<ShmSurvey> survey_shm(const Context& context, std::span<const int> vouched,
+                             HolderScan scan) {
   ShmSurvey survey;
   auto entries = list_shm(context, ShmListing{}, &survey.dir_id);
   if (!entries) return fail(entries.error());
   survey.entries = std::move(*entries);
+  if (scan == HolderScan::kWhenNeeded && answered_by_the_kernel(context, survey.entries)) {
+    survey.scanned = false;
+    survey.visibility.kernel = context.syscalls;
+    if (auto segments = read_sysvipc_shm(context)) {
+      survey.sysv = std::move(*segments);
+    } else {
+      survey.sysv_error = segments.error();
+    }
+    return survey;
+  }
   ScanOptions options;
   options.devices = {survey.dir_id.device};
   options.include_cwd_root_exe = true;  // a process whose cwd is /dev/shm/dir holds it

@@ -78,6 +78,10 @@ enum class LeaseWhen { kAlways, kOnlyWhenUnseen };
 void judge_shm_use(const Context& context, const InUseIndex& index, const Visibility& visibility,
                    LeaseWhen lease, std::vector<ShmEntry>& entries);
 
+/// Whether survey_shm scans /proc for who holds what: always (clean names the holders), or
+/// only when the kernel's answers leave a question open (check: a stale count needs no names).
+enum class HolderScan { kAlways, kWhenNeeded };
+
 /// /dev/shm and SysV shm with their holders.
 struct ShmSurvey {
   std::filesystem::path dir = "/dev/shm";  ///< host path
@@ -88,12 +92,17 @@ struct ShmSurvey {
   std::optional<Error> sysv_error;
   InUseIndex index;       ///< the scan the survey was made from (devices: /dev/shm's)
   Visibility visibility;  ///< what the scan could not see (vouched pids left out)
+  /// false: no /proc scan was needed (HolderScan::kWhenNeeded): the kernel's lease answered
+  /// for every regular entry and all of /dev/shm's used space is in its listed files, so
+  /// nothing unlinked is held. `index` is then empty and entries name no holders.
+  bool scanned = true;
 };
 
 /// Lists /dev/shm (under the root prefix), scans who holds what on its device and decides
 /// each regular file's use. `vouched`: unreadable pids the caller vouches hold nothing here.
 [[nodiscard]] Result<ShmSurvey> survey_shm(const Context& context,
-                                           std::span<const int> vouched = {});
+                                           std::span<const int> vouched = {},
+                                           HolderScan scan = HolderScan::kAlways);
 
 /// Whether a survey's entry is stale: a regular file proven unused.
 [[nodiscard]] inline bool stale(const ShmEntry& entry) {

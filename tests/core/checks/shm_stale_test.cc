@@ -154,5 +154,34 @@ TEST(CheckShmStale, CriticalWhenTheJobWouldNotFit) {
   EXPECT_NE(finding.summary.find("the job needs 10.1 MiB"), std::string::npos) << finding.summary;
 }
 
+TEST(CheckShmStale, ReadsProcOnlyWhenTheKernelCannotAnswerForEverySegment) {
+  // The kernel's lease for every file, and no space outside the listed files: no scan.
+  const auto with = [](LeaseAnswer lease, FsStats stats) {
+    FakeSyscalls syscalls;
+    syscalls.lease_ = lease;
+    syscalls.set_fs(fixture_path(kScenario) / "dev/shm", stats);
+    const Context context = fixture_context(kScenario, syscalls);
+    auto findings = check_shm_stale(CheckInput{context, {}, detect_runtime(context)});
+    EXPECT_EQ(findings.size(), 1U);
+    return findings.front();
+  };
+  const Finding answered = with(LeaseAnswer::kInUse, shm_fs(64 * kMiB, 64 * kMiB));
+  EXPECT_EQ(evidence_text(answered, "holders_from"), "lease");
+  EXPECT_EQ(evidence_text(answered, "processes_scanned"), "0");
+  EXPECT_EQ(evidence_text(answered, "stale_files"), "0");  // every one refused the lease
+  EXPECT_EQ(evidence_text(with(LeaseAnswer::kUnused, shm_fs(64 * kMiB, 64 * kMiB)), "stale_files"),
+            "7");  // every regular entry of the tree, granted
+  // No answer for a file (leases off, another user's file unprivileged): the scan decides.
+  const Finding unanswered = with(LeaseAnswer::kUnknown, shm_fs(64 * kMiB, 64 * kMiB));
+  EXPECT_EQ(evidence_text(unanswered, "holders_from"), "proc");
+  EXPECT_EQ(evidence_text(unanswered, "processes_scanned"), "3");
+  // (the tree's own visibility is incomplete: without a lease nothing unheld is proven unused)
+  EXPECT_EQ(evidence_text(unanswered, "unknown_files"), "4");
+  // Used space no listed file holds (the unlinked mapped segment): only the scan names it.
+  const Finding unexplained = with(LeaseAnswer::kInUse, shm_fs(64 * kMiB, 60 * kMiB));
+  EXPECT_EQ(evidence_text(unexplained, "holders_from"), "proc");
+  EXPECT_EQ(evidence_text(unexplained, "unlinked_held_segments"), "1");
+}
+
 }  // namespace
 }  // namespace headroom
