@@ -105,12 +105,18 @@ std::vector<Bound> read_bounds(const CheckInput& input, const Result<UserTasks>&
                                                  : Evidence::Value(nproc->soft),
                 "count");
     finding.add("uid", static_cast<std::uint64_t>(user->uid));
-    finding.add("user_tasks", user->tasks, "count");
     if (user->uid == 0) {
       finding.add("nproc_exempt", true);  // kernel/fork.c: root's tasks are not counted against it
     } else if (nproc->soft != Limit::kUnlimited) {
-      bounds.push_back({BoundKind::kNproc, fmt::format("RLIMIT_NPROC of uid {}", user->uid), "",
-                        nproc->soft, user->tasks});
+      // Only a limit that applies is worth a status read per pid on the host.
+      auto counted = read_user_tasks(context);
+      if (counted) {
+        finding.add("user_tasks", counted->tasks, "count");
+        bounds.push_back({BoundKind::kNproc, fmt::format("RLIMIT_NPROC of uid {}", user->uid), "",
+                          nproc->soft, counted->tasks});
+      } else {
+        unreadable.push_back("RLIMIT_NPROC: " + counted.error().message);
+      }
     }
   }
   auto cgroup = read_pids_cgroup(context, context.pid);
@@ -215,7 +221,8 @@ std::vector<Finding> check_pids_limit(const CheckInput& input) {
       "pthread_create() fail with EAGAIN and the job dies with \"BlockingIOError: [Errno 11] "
       "Resource temporarily unavailable\" (DataLoader workers) or \"RuntimeError: can't start "
       "new thread\" (pin-memory and queue feeder threads), or OpenMP/OpenBLAS abort";
-  const Result<UserTasks> user = read_user_tasks(input.context);
+  // Who the job runs as; its tasks are counted in read_bounds, when RLIMIT_NPROC applies.
+  const Result<UserTasks> user = read_user_tasks(input.context, false);
   const Estimate need = estimate(input, user ? user->cpus_allowed : std::optional<std::uint64_t>());
   finding.add("estimated_tasks", need.total, "count");
   finding.add("ranks", options.ranks, "count");

@@ -109,7 +109,7 @@ std::optional<std::uint64_t> cpus_allowed(std::string_view status_text) {
   return count ? std::optional<std::uint64_t>(*count) : std::nullopt;
 }
 
-Result<UserTasks> read_user_tasks(const Context& context) {
+Result<UserTasks> read_user_tasks(const Context& context, bool count_tasks) {
   const auto own_path = context.process_file("status");
   auto own_text = context.root.read(own_path);
   if (!own_text) return fail(own_text.error());
@@ -118,6 +118,7 @@ Result<UserTasks> read_user_tasks(const Context& context) {
   UserTasks user;
   user.uid = own->uid;
   user.cpus_allowed = cpus_allowed(*own_text);
+  if (!count_tasks) return user;
   const std::filesystem::path proc = context.root.proc();
   const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(proc.c_str()), &::closedir);
   if (!dir) return fail(Error::from_errno(errno, proc.string()));

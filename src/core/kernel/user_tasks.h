@@ -24,7 +24,7 @@ namespace headroom {
 /// The real uid of the examined process and the tasks that uid owns.
 struct UserTasks {
   uid_t uid = 0;
-  std::uint64_t tasks = 0;      ///< threads of all processes whose real uid is `uid`
+  std::uint64_t tasks = 0;      ///< threads of all processes whose real uid is `uid` (counted)
   std::uint64_t processes = 0;  ///< processes counted
   /// CPUs the examined process may run on (Cpus_allowed_list); nullopt when absent.
   std::optional<std::uint64_t> cpus_allowed;
@@ -37,7 +37,8 @@ struct UserTasks {
                                                            std::string_view key);
 /// The CPUs a process may run on, from its /proc/<pid>/status text (Cpus_allowed_list).
 [[nodiscard]] std::optional<std::uint64_t> cpus_allowed(std::string_view status_text);
-/// Reads the examined process's uid and counts that uid's tasks over /proc.
-[[nodiscard]] Result<UserTasks> read_user_tasks(const Context& context);
+/// Reads the examined process's uid and, with `count_tasks`, counts that uid's tasks over /proc
+/// (one status per pid: the cost of this call on a busy host, so only when it can matter).
+[[nodiscard]] Result<UserTasks> read_user_tasks(const Context& context, bool count_tasks = true);
 
 }  // namespace headroom

@@ -44,6 +44,8 @@ TEST(CheckPidsLimit, ContainerPidsLimitBelowTheNeedIsCritical) {
   EXPECT_EQ(evidence_text(finding, "room_left"), "52");
   EXPECT_EQ(evidence_text(finding, "binding_limit"), "pids.max of /sys/fs/cgroup/pids");
   EXPECT_EQ(evidence_text(finding, "nproc_exempt"), "yes");
+  // Root is exempt from RLIMIT_NPROC: its tasks are not counted (a status read per pid).
+  EXPECT_EQ(evidence_text(finding, "user_tasks"), "<missing>");
   EXPECT_NE(finding.summary.find("room for 52 more tasks under pids.max of /sys/fs/cgroup/pids "
                                  "(12 of 64 in use); the job needs about 72"),
             std::string::npos)
