@@ -337,3 +337,40 @@ def test_sigterm_reaches_the_job_while_stdout_is_a_fifo_nobody_reads(scratch):
     assert "could not be written to headroom's stdout" in err, err
     # Forwarded at once; the end waits the documented 5 s for the stalled reader, no more.
     assert time.monotonic() - sent < 15
+
+
+SLOW_READER = r'''
+import sys, time
+total = 0
+while True:
+    chunk = sys.stdin.buffer.read1(65536)
+    if not chunk:
+        break
+    sys.stdout.buffer.write(chunk)
+    total += len(chunk)
+    time.sleep(0.004)          # about 15 MB/s: slower than the job, never stopped
+'''
+
+
+def test_a_reader_slower_than_the_job_gets_every_byte(scratch):
+    """`headroom run -- job | slow-consumer` (a log shipper, tee to a slow disk): the reader
+    is behind but reading. Without headroom the job would wait on its pipe and nothing would
+    be lost; with it, the same. (headroom once dropped whatever did not fit its 16 MiB queue
+    as soon as the reader fell behind, "its reader stopped reading; the longest wait was 0s".)"""
+    out = scratch / "out.txt"
+    # 40 MB of numbered lines, written as fast as the pipe takes them.
+    job = "import sys\nsys.stdout.write(''.join('%09d\\n' % i for i in range(4000000)))\n"
+    with open(out, "wb") as sink:
+        reader = subprocess.Popen([PYTHON, "-c", SLOW_READER], stdin=subprocess.PIPE, stdout=sink)
+        run = subprocess.run([HEADROOM, "run", "--only", "container", "--", PYTHON, "-c", job],
+                             stdout=reader.stdin, stderr=subprocess.PIPE, text=True, timeout=300)
+        reader.stdin.close()
+        assert reader.wait(timeout=120) == 0
+    assert run.returncode == 0, run.stderr
+    assert "could not be written" not in run.stderr, run.stderr
+    data = out.read_bytes()
+    assert len(data) == 40_000_000, len(data)
+    lines = data.split(b"\n")
+    assert lines[0] == b"000000000" and lines[-2] == b"003999999" and len(lines) == 4_000_001
+    # In order, none lost or repeated: every 99,991st line is where it must be.
+    assert all(int(lines[at]) == at for at in range(0, 4_000_000, 99_991))

@@ -138,6 +138,33 @@ bool SinkWriter::idle() const {
   return state_->size == 0 && !state_->writing;
 }
 
+namespace {
+
+bool must_wait(const State& state, std::size_t bytes, std::chrono::milliseconds stall) {
+  if (state.stats.broken || state.stats.abandoned) return false;
+  if (state.capacity - state.size >= std::min(bytes, state.capacity)) return false;
+  // A write blocked this long: the reader stopped reading; the job must not wait on it.
+  return !(state.writing && std::chrono::steady_clock::now() - state.write_started >= stall);
+}
+
+}  // namespace
+
+bool SinkWriter::should_wait(std::size_t bytes, std::chrono::milliseconds stall) const {
+  const std::lock_guard lock(state_->mutex);
+  return must_wait(*state_, bytes, stall);
+}
+
+void SinkWriter::wait_for_room(std::size_t bytes, std::chrono::milliseconds stall,
+                               std::chrono::milliseconds limit) const {
+  std::unique_lock lock(state_->mutex);
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (must_wait(*state_, bytes, stall) && std::chrono::steady_clock::now() < until) {
+    // Each write that returns notifies `progress`; a stuck one is seen by the timeout.
+    state_->progress.wait_until(lock,
+                                std::min(until, std::chrono::steady_clock::now() + stall / 10));
+  }
+}
+
 bool SinkWriter::broken() const {
   const std::lock_guard lock(state_->mutex);
   return state_->stats.broken;

@@ -10,9 +10,11 @@
 // with the shell and every other process writing to the same terminal or pipe.
 //
 // So the blocking writes happen on a thread of their own, from a bounded queue.
-// The job's output keeps being read (the job never blocks on its pipe, as it
-// would not on a slow disk with --log); what does not fit the queue while the
-// reader is stalled is dropped, counted and reported (SinkStats), never silently.
+// While the queue is full and the reader still takes bytes, the caller stops
+// reading the job (should_wait), which then waits on its pipe as it would without
+// headroom: a slow reader loses nothing. Once a write has waited for the reader
+// for the stall time, the job's output is read again and what does not fit the
+// queue is dropped, counted and reported (SinkStats), never silently.
 // The queue is a byte ring allocated up front but touched only as it fills, so
 // memory grows only while a reader is behind.
 
@@ -56,6 +58,14 @@ class SinkWriter {
   void write(std::string_view bytes);
   /// Nothing queued and no write in progress: the caller may write to fd() itself.
   [[nodiscard]] bool idle() const;
+  /// Whether the caller should hold back `bytes` for now: the queue lacks room for them
+  /// while the reader is still taking bytes (no write has waited `stall` for it). The
+  /// caller then stops reading the job, which waits on its pipe as it would without
+  /// headroom; only a reader that stopped (or went away) has bytes dropped.
+  [[nodiscard]] bool should_wait(std::size_t bytes, std::chrono::milliseconds stall) const;
+  /// Blocks while should_wait(bytes, stall), at most until `limit` passes.
+  void wait_for_room(std::size_t bytes, std::chrono::milliseconds stall,
+                     std::chrono::milliseconds limit) const;
   /// The reader went away (EPIPE).
   [[nodiscard]] bool broken() const;
   /// Waits until everything queued is written; gives up when no byte was

@@ -338,26 +338,38 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
     return got;
   };
 
+  // The most one pump queues for a writer: a tee of 4 buffers.
+  const std::size_t most_per_pump = buffer.size() * 4;
   for (;;) {
     std::array<pollfd, 3> fds{};
     nfds_t count = 0;
     std::array<Stream*, 3> owner{};
+    bool held_back = false;
     for (Stream& stream : streams) {
       if (stream.source < 0) continue;
+      // The reader of headroom's output is behind but still reading: the job's output
+      // is not read for now, so the job waits on its pipe as it would without headroom
+      // instead of having its output dropped. A reader that stopped is not waited for.
+      if (stream.writer->should_wait(most_per_pump, options.output_stall)) {
+        held_back = true;
+        continue;
+      }
       owner[count] = &stream;
       fds[count++] = {stream.source, POLLIN, 0};
     }
     const nfds_t signal_slot = count;
     fds[count++] = {signals.fd(), POLLIN, 0};
-    int timeout = -1;
+    int timeout = held_back ? 10 : -1;  // look again for room soon
     if (main_exited) {
-      const bool outputs_open = signal_slot > 0;
+      const bool outputs_open = std::any_of(streams.begin(), streams.end(),
+                                            [](const Stream& s) { return s.source >= 0; });
       if ((!outputs_open && !children_left) || std::chrono::steady_clock::now() >= deadline) break;
       timeout = static_cast<int>(std::max<std::int64_t>(
           1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                    std::chrono::steady_clock::now())
                  .count()));
       if (!outputs_open) timeout = std::min(timeout, 50);  // poll for the last orphans
+      if (held_back) timeout = std::min(timeout, 10);
     }
     const int ready = ::poll(fds.data(), count, timeout);
     if (ready < 0 && errno != EINTR) break;
@@ -384,8 +396,11 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
     if (main_exited && !children_left) {
       // Nothing can write any more: drain what is buffered and stop.
       for (Stream& stream : streams) {
-        while (stream.source >= 0 && pump(stream)) {
-        }
+        do {  // a slow reader is waited for here too; a stopped one is not
+          if (stream.source >= 0) {
+            stream.writer->wait_for_room(most_per_pump, options.output_stall, options.output_stall);
+          }
+        } while (stream.source >= 0 && pump(stream));
       }
     }
   }

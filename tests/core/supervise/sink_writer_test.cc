@@ -126,5 +126,31 @@ TEST(MakeOutputWriters, OneWriterWhenStdoutAndStderrAreTheSameFile) {
   EXPECT_NE(different.out, different.err);
 }
 
+TEST(SinkWriter, AFullQueueHoldsTheCallerBackOnlyWhileTheReaderStillReads) {
+  using std::chrono::milliseconds;
+  Pipe pipe = make_pipe();  // one page, never read yet
+  SinkWriter writer(pipe.write.get(), 8192);
+  writer.write(std::string(4096, 'a'));  // fills the pipe
+  ASSERT_TRUE(writer.flush(std::chrono::seconds(5)));
+  writer.write(std::string(8192, 'b'));  // fills the queue: its first write blocks
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_TRUE(writer.should_wait(1024, milliseconds(5000)));  // behind, not yet stopped
+  EXPECT_FALSE(writer.should_wait(1024, milliseconds(20)));   // blocked 50 ms > 20: stopped
+  // The reader takes bytes: room comes, and wait_for_room returns as soon as it does.
+  std::thread reader([&] {
+    char buffer[4096];
+    std::this_thread::sleep_for(milliseconds(100));
+    (void)::read(pipe.read.get(), buffer, sizeof buffer);  // one page: room for 4 KiB
+  });
+  const auto started = std::chrono::steady_clock::now();
+  writer.wait_for_room(4096, milliseconds(5000), milliseconds(5000));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(4000));
+  EXPECT_FALSE(writer.should_wait(4096, milliseconds(5000)));
+  reader.join();
+  EXPECT_EQ(writer.stats().dropped_bytes, 0u);
+  (void)read_all_nonblocking(pipe.read.get());
+  EXPECT_TRUE(writer.flush(milliseconds(2000)));
+}
+
 }  // namespace
 }  // namespace headroom
