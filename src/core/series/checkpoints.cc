@@ -199,6 +199,19 @@ WriterState writer_state(const Context& context, int dir_fd, const Checkpoint& t
   return WriterState::kUnknown;
 }
 
+/// Whether a save is writing the file now: the kernel refuses a read lease only while someone
+/// has it open for writing. A pid that lives (perhaps reused) or a reader is no writer. When the
+/// kernel cannot answer (not ours, no leases here), the writer's state decides.
+bool being_written(const Context& context, int dir_fd, const Checkpoint& checkpoint) {
+  const UniqueFd file(
+      ::openat(dir_fd, checkpoint.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const LeaseAnswer lease = file.ok() && context.syscalls != nullptr
+                                ? context.syscalls->read_lease(file.get())
+                                : LeaseAnswer::kUnknown;
+  if (lease == LeaseAnswer::kUnknown) return checkpoint.writer == WriterState::kAlive;
+  return lease == LeaseAnswer::kInUse;
+}
+
 /// Whether `name` is one of the entries the scan was asked for.
 bool wanted(const CheckpointScanOptions& options, std::string_view name, bool directory,
             walk::FileKind kind) {
@@ -291,12 +304,16 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
       checkpoint.holders = collect_holders(*index, options.dir, checkpoint, std::move(watched));
     if (checkpoint.kind == EntryKind::kSaveTemp) {
       checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
+      if (checkpoint.writer == WriterState::kAlive)
+        checkpoint.being_written = being_written(context, dir.get(), checkpoint);
     } else if (options.contents) {
       if (checkpoint.directory) checkpoint.contents = list_contents(dir.get(), checkpoint.name);
       checkpoint.damage = damage_of(dir.get(), checkpoint);
       // A file cut short may be a save still being written to its own name.
       if (!checkpoint.damage.empty() && !checkpoint.directory) {
         checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
+        if (checkpoint.writer == WriterState::kAlive)
+          checkpoint.being_written = being_written(context, dir.get(), checkpoint);
       }
     }
   }
