@@ -144,3 +144,41 @@ kill $sleeper ${{reader:-}}
         assert disk["severity"] == "critical", disk["summary"]
         assert "does not fit" in disk["summary"], disk["summary"]
         assert "the save in progress" not in disk["summary"], disk["summary"]
+
+
+# Hugging Face's Trainer: checkpoint-N/ directories; two complete ones of 5 MiB on a 20 MiB
+# tmpfs and checkpoint-300/ half written (its model.safetensors cut short at 4.7 MB).
+HF_SAVE = """
+mkdir -p "$SCRATCH/ckpt"
+mount -t tmpfs -o size=20m tmpfs "$SCRATCH/ckpt"
+$PY - "$SCRATCH/ckpt" <<'PY'
+import json, os, struct, sys
+def safetensors(path, size, cut=None):
+    header = json.dumps({"w": {"dtype": "U8", "shape": [size], "data_offsets": [0, size]}})
+    blob = struct.pack("<Q", len(header)) + header.encode() + os.urandom(size)
+    with open(path, "wb") as stream:
+        stream.write(blob[:cut])
+for step, cut in ((100, None), (200, None), (300, 4_700_000)):
+    os.mkdir(f"{sys.argv[1]}/checkpoint-{step}")
+    safetensors(f"{sys.argv[1]}/checkpoint-{step}/model.safetensors", 5 * 1024 * 1024, cut)
+PY
+"""
+
+
+@pytest.mark.parametrize("writing", [True, False])
+def test_a_directory_checkpoint_being_written_is_the_next_save(scratch, writing):
+    """A Monitor sample that falls inside the Trainer's save of checkpoint-300/ (0.3 MiB left
+    to write, 5.5 MiB free) must not read "the next checkpoint does not fit": that save is the
+    next one, and the loop would stop for nothing. Left behind closed, it is a dead save."""
+    held = 'exec 3>>"$SCRATCH/ckpt/checkpoint-300/model.safetensors"' if writing else ""
+    script = HF_SAVE + held + """
+"$HEADROOM" check --dir "$SCRATCH/ckpt" --ckpt-size 5MiB --keep 3 --only disk.space --json || true
+"""
+    result = in_namespace(script, env={"SCRATCH": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    disk = finding(check_json(result), "disk.space")
+    assert evidence(disk, "series") == "checkpoint-{N}/"
+    if writing:
+        assert disk["severity"] == "warn", disk["summary"]  # the steady state: delete first
+    else:
+        assert disk["severity"] == "critical", disk["summary"]
