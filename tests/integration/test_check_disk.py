@@ -180,5 +180,8 @@ def test_a_directory_checkpoint_being_written_is_the_next_save(scratch, writing)
     assert evidence(disk, "series") == "checkpoint-{N}/"
     if writing:
         assert disk["severity"] == "warn", disk["summary"]  # the steady state: delete first
+        # Room for it: what it wrote, not something retention frees (keep 3 of 2 frees none).
+        assert evidence(disk, "save_in_progress_bytes") >= 4_700_000, disk["evidence"]
+        assert evidence(disk, "retention_frees_bytes") == 0, disk["evidence"]
     else:
         assert disk["severity"] == "critical", disk["summary"]
