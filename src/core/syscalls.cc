@@ -79,14 +79,22 @@ Result<Limit> RealSyscalls::open_files_limit() const {
 
 uid_t RealSyscalls::effective_uid() const { return ::geteuid(); }
 
-LeaseAnswer RealSyscalls::write_lease(int fd) const {
+namespace {
+
+LeaseAnswer take_lease(int fd, int type) {
   const int signal = quiet_break_signal();
   if (signal == 0 || ::fcntl(fd, F_SETSIG, signal) != 0) return LeaseAnswer::kUnknown;
-  if (::fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
+  if (::fcntl(fd, F_SETLEASE, type) == 0) {
     (void)::fcntl(fd, F_SETLEASE, F_UNLCK);
     return LeaseAnswer::kUnused;
   }
   return errno == EAGAIN || errno == EBUSY ? LeaseAnswer::kInUse : LeaseAnswer::kUnknown;
 }
+
+}  // namespace
+
+LeaseAnswer RealSyscalls::write_lease(int fd) const { return take_lease(fd, F_WRLCK); }
+
+LeaseAnswer RealSyscalls::read_lease(int fd) const { return take_lease(fd, F_RDLCK); }
 
 }  // namespace headroom

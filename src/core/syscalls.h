@@ -75,6 +75,12 @@ class Syscalls {
   /// O_RDONLY|O_NOFOLLOW): a write lease taken and released at once. A fixture tree's
   /// files are shared by tests running side by side, so tests answer for the kernel.
   [[nodiscard]] virtual LeaseAnswer write_lease(int fd) const = 0;
+  /// Whether anyone has the regular file at `fd` (opened by the caller O_RDONLY) open for
+  /// writing, or mapped writable: a read lease (F_RDLCK) taken and released at once, refused
+  /// (kInUse) only then. Unlike write_lease, a reader (`tail -f`, a backup, an uploader) does
+  /// not count: this tells a save still being written from a dead save's leftovers read by
+  /// someone. Same permissions and filesystems as write_lease.
+  [[nodiscard]] virtual LeaseAnswer read_lease(int fd) const = 0;
 };
 
 /// The real calls.
@@ -86,6 +92,7 @@ class RealSyscalls final : public Syscalls {
   [[nodiscard]] Result<Limit> open_files_limit() const override;
   [[nodiscard]] uid_t effective_uid() const override;
   [[nodiscard]] LeaseAnswer write_lease(int fd) const override;
+  [[nodiscard]] LeaseAnswer read_lease(int fd) const override;
 };
 
 }  // namespace headroom

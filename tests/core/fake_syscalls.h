@@ -46,12 +46,15 @@ class FakeSyscalls final : public Syscalls {
   /// granted. Asked of the real kernel, tests running side by side over one tree would
   /// refuse each other's leases (the probe holds the file open).
   [[nodiscard]] LeaseAnswer write_lease(int /*fd*/) const override { return lease_; }
+  /// Likewise: no fixture file is open for writing.
+  [[nodiscard]] LeaseAnswer read_lease(int /*fd*/) const override { return read_lease_; }
 
   std::chrono::system_clock::time_point now_{std::chrono::seconds(1'700'000'000)};
   std::chrono::steady_clock::time_point monotonic_{};
   Limit nofile_{1024, 524288};
   uid_t uid_ = 0;
   LeaseAnswer lease_ = LeaseAnswer::kUnused;
+  LeaseAnswer read_lease_ = LeaseAnswer::kUnused;
 
  private:
   std::map<std::string, FsStats> filesystems_;

@@ -97,3 +97,91 @@ def test_real_torch_save_runs_out_where_predicted(headroom, scratch):
     assert len(saves) == evidence(item, "saves_that_fit") == 2, log
     assert int((scratch / "job.rc").read_text()) != 0  # the third save failed
     assert "file write failed" in log or "No space left on device" in log, log
+
+
+# Two complete 5 MiB checkpoints (zip archives, as torch.save writes) on a 20 MiB tmpfs, and
+# 4.8 MiB left by a save that died, a third of step_3.pt: its temp or its own name cut short.
+DEAD_SAVE = """
+mkdir -p "$SCRATCH/ckpt"
+mount -t tmpfs -o size=20m tmpfs "$SCRATCH/ckpt"
+$PY - "$SCRATCH/ckpt" <<'PY'
+import os, sys, zipfile
+for step in (1, 2):
+    with zipfile.ZipFile(f"{sys.argv[1]}/step_{step}.pt", "w") as archive:
+        archive.writestr("archive/data/0", os.urandom(5 * 1024 * 1024))
+PY
+"""
+
+
+@pytest.mark.parametrize("leftover,held,fits", [
+    # save_checkpoint's temp; its pid (7 in a restarted container) now another process's
+    (".step_3.pt.headroom-tmp-$sleeper-0123abcd", "", False),
+    # a bare torch.save cut short, read by `tail -f` (or a backup, an uploader)
+    ("step_3.pt", 'tail -f "$leftover" > /dev/null & reader=$!', False),
+    # the same file still being written: the save in progress, its bytes are its own room
+    ("step_3.pt", 'exec 3>>"$leftover"', True),
+])
+def test_a_dead_saves_leftovers_are_no_room_whoever_holds_them(scratch, leftover, held, fits):
+    """A save caught in progress is the next save: its bytes so far are room for it. A dead
+    save's leftovers are not, even when their temp's pid was reused or a reader holds them:
+    the next save writes a new temp, a new name, and they stay. check said the next save fits
+    while save_checkpoint raised DiskFullError at once ("does not fit: 5.2 MiB free")."""
+    script = DEAD_SAVE + f"""
+sleep 600 & sleeper=$!
+leftover="$SCRATCH/ckpt/{leftover}"
+head -c 5000000 "$SCRATCH/ckpt/step_2.pt" > "$leftover"
+{held}
+rc=0; "$HEADROOM" check --dir "$SCRATCH/ckpt" --ckpt-size 5MiB --keep 3 --only disk.space \
+  --json || rc=$?
+kill $sleeper ${{reader:-}}
+"""
+    result = in_namespace(script, env={"SCRATCH": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    disk = finding(check_json(result), "disk.space")
+    if fits:
+        assert disk["severity"] != "critical", disk["summary"]
+    else:
+        assert disk["severity"] == "critical", disk["summary"]
+        assert "does not fit" in disk["summary"], disk["summary"]
+        assert "the save in progress" not in disk["summary"], disk["summary"]
+
+
+# Hugging Face's Trainer: checkpoint-N/ directories; two complete ones of 5 MiB on a 20 MiB
+# tmpfs and checkpoint-300/ half written (its model.safetensors cut short at 4.7 MB).
+HF_SAVE = """
+mkdir -p "$SCRATCH/ckpt"
+mount -t tmpfs -o size=20m tmpfs "$SCRATCH/ckpt"
+$PY - "$SCRATCH/ckpt" <<'PY'
+import json, os, struct, sys
+def safetensors(path, size, cut=None):
+    header = json.dumps({"w": {"dtype": "U8", "shape": [size], "data_offsets": [0, size]}})
+    blob = struct.pack("<Q", len(header)) + header.encode() + os.urandom(size)
+    with open(path, "wb") as stream:
+        stream.write(blob[:cut])
+for step, cut in ((100, None), (200, None), (300, 4_700_000)):
+    os.mkdir(f"{sys.argv[1]}/checkpoint-{step}")
+    safetensors(f"{sys.argv[1]}/checkpoint-{step}/model.safetensors", 5 * 1024 * 1024, cut)
+PY
+"""
+
+
+@pytest.mark.parametrize("writing", [True, False])
+def test_a_directory_checkpoint_being_written_is_the_next_save(scratch, writing):
+    """A Monitor sample that falls inside the Trainer's save of checkpoint-300/ (0.3 MiB left
+    to write, 5.5 MiB free) must not read "the next checkpoint does not fit": that save is the
+    next one, and the loop would stop for nothing. Left behind closed, it is a dead save."""
+    held = 'exec 3>>"$SCRATCH/ckpt/checkpoint-300/model.safetensors"' if writing else ""
+    script = HF_SAVE + held + """
+"$HEADROOM" check --dir "$SCRATCH/ckpt" --ckpt-size 5MiB --keep 3 --only disk.space --json || true
+"""
+    result = in_namespace(script, env={"SCRATCH": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    disk = finding(check_json(result), "disk.space")
+    assert evidence(disk, "series") == "checkpoint-{N}/"
+    if writing:
+        assert disk["severity"] == "warn", disk["summary"]  # the steady state: delete first
+        # Room for it: what it wrote, not something retention frees (keep 3 of 2 frees none).
+        assert evidence(disk, "save_in_progress_bytes") >= 4_700_000, disk["evidence"]
+        assert evidence(disk, "retention_frees_bytes") == 0, disk["evidence"]
+    else:
+        assert disk["severity"] == "critical", disk["summary"]

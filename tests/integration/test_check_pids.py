@@ -129,3 +129,48 @@ def test_explain_confirms_pid_limit_in_a_small_cgroup(headroom, pids_max, verdic
     assert facts[0]["verdict"] == verdict, facts[0]["summary"]
     if verdict == "confirms":
         assert "pids.max of /sys/fs/cgroup" in facts[0]["summary"]
+
+
+FORKS = """
+import os, sys, time
+children = []
+try:
+    for _ in range(60):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        children.append(pid)
+    print("forked", len(children))
+except BlockingIOError as error:
+    print("failed after", len(children), error)
+finally:
+    for pid in children:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+"""
+
+
+def test_root_of_a_user_namespace_is_held_to_rlimit_nproc(headroom):
+    """kernel/fork.c exempts the host's root from RLIMIT_NPROC, not uid 0 of a user namespace
+    (rootless podman or docker, `unshare -r`): there uid 0 is an ordinary uid outside, and a
+    job needing 38 tasks under `ulimit -u 20` cannot start its workers. check said
+    nproc_exempt and ok."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become uid 4001")
+    probe = subprocess.run(["setpriv", "--reuid", "4001", "--regid", "4001", "--clear-groups",
+                            "unshare", "-r", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no unprivileged user namespaces here: {probe.stderr.strip()}")
+    script = 'ulimit -u 20; "$HEADROOM" check --only pids.limit --workers 8 --json; "$PY" -c "$FORKS" >&2'
+    result = subprocess.run(
+        ["setpriv", "--reuid", "4001", "--regid", "4001", "--clear-groups",
+         "unshare", "-r", "bash", "-c", script], capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, HEADROOM=headroom, PY=PYTHON, FORKS=FORKS))
+    assert "failed after" in result.stderr, result.stderr  # the kernel's word: fork fails
+    report = check_json(result)
+    item = finding(report, "pids.limit")
+    assert evidence(item, "uid") == 0
+    assert all(e["name"] != "nproc_exempt" for e in item["evidence"]), item["evidence"]
+    assert evidence(item, "binding_limit") == "RLIMIT_NPROC of uid 0"
+    assert item["severity"] == "critical", item["summary"]

@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from conftest import HEADROOM, PYTHON, require_root
 
 HOLDER = r'''
@@ -335,3 +337,54 @@ def test_check_counts_stale_segments_from_the_kernels_leases_without_reading_pro
     assert unlinked["stale_files"] == 2, unlinked
     assert unlinked["unlinked_held_segments"] == 1, unlinked
     assert unlinked["unlinked_held_bytes"] == 1 << 20, unlinked
+
+
+UNLINKED_HELD = r'''
+import ctypes, mmap, os, sys, time
+path = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open(path, os.O_RDWR)
+assert libc.mmap(None, 4 << 20, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0) not in (None, 2**64 - 1)
+os.close(fd)
+os.unlink(path)                                                  # gone from ls, df still counts it
+print("READY", flush=True)
+time.sleep(600)
+'''
+
+
+@pytest.mark.parametrize("mount_options,extra", [
+    ("size=0", ""),                          # no size limit: statfs reports no blocks at all
+    ("size=64m", "ln /dev/shm/stale /dev/shm/stale-link"),  # one inode listed twice
+])
+def test_check_sees_an_unlinked_held_segment_the_listing_seems_to_explain(
+        scratch, mount_options, extra):
+    """check takes the lease path only when /dev/shm's used space is all in its listed files.
+    A tmpfs without a size limit reports 0 used, and a hard link lists one inode's bytes twice:
+    either hid a 4 MiB segment unlinked but still mapped, which `who` names and check then
+    said nothing of."""
+    require_root()
+    script = f'''
+mount -t tmpfs -o {mount_options} tmpfs /dev/shm
+head -c 4194304 /dev/zero > /dev/shm/torch_held
+head -c 4194304 /dev/zero > /dev/shm/stale
+{extra}
+$PY -c "$HOLDER" /dev/shm/torch_held > "$WORK/holder.out" &
+holder=$!
+for _ in $(seq 100); do grep -q READY "$WORK/holder.out" 2>/dev/null && break; sleep 0.1; done
+$HEADROOM --json check --only shm.stale > "$WORK/check.json" || true
+kill -9 $holder
+'''
+    env = dict(os.environ, HEADROOM=HEADROOM, PY=PYTHON, HOLDER=UNLINKED_HELD, WORK=str(scratch))
+    result = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "bash", "-euo", "pipefail", "-c", script],
+        capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((scratch / "check.json").read_text())
+    found = next(f for f in report["findings"] if f["id"] == "shm.stale")
+    values = {e["name"]: e["value"] for e in found["evidence"]}
+    assert values["holders_from"] == "proc", values
+    assert values["unlinked_held_segments"] == 1, values
+    assert values["unlinked_held_bytes"] == 4 << 20, values
+    assert "unlinked but still held" in found["summary"], found["summary"]

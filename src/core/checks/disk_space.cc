@@ -89,7 +89,12 @@ void add_checkpoint_projection(Finding& finding, const CheckInput& input, const 
   finding.add("keep", options.keep, "count");
   finding.add("series", capacity_input.series.name);
   finding.add("series_bytes", series_bytes, "bytes");
-  finding.add("retention_frees_bytes", capacity.room_bytes - stats.avail_bytes, "bytes");
+  // The room is free space, the save in progress's own bytes and what retention frees first.
+  const std::uint64_t saving = capacity_input.series.saving_bytes;
+  const std::uint64_t before = stats.avail_bytes + saving;
+  finding.add("save_in_progress_bytes", saving, "bytes");
+  finding.add("retention_frees_bytes",
+              capacity.room_bytes > before ? capacity.room_bytes - before : 0, "bytes");
   finding.add("steady_state_need_bytes", peak, "bytes");
   finding.add("saves_that_fit", fit, "count");
   const Severity severity = capacity.severity();

@@ -105,8 +105,9 @@ std::vector<Bound> read_bounds(const CheckInput& input, const Result<UserTasks>&
                                                  : Evidence::Value(nproc->soft),
                 "count");
     finding.add("uid", static_cast<std::uint64_t>(user->uid));
-    if (user->uid == 0) {
-      finding.add("nproc_exempt", true);  // kernel/fork.c: root's tasks are not counted against it
+    if (user->uid == 0 && uid_is_host_root(context, user->uid)) {
+      // kernel/fork.c: the host's root is not held to it; root of a user namespace is.
+      finding.add("nproc_exempt", true);
     } else if (nproc->soft != Limit::kUnlimited) {
       // Only a limit that applies is worth a status read per pid on the host.
       auto counted = read_user_tasks(context);

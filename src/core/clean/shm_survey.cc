@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <set>
 
 #include "core/unique_fd.h"
 
@@ -130,9 +131,16 @@ bool answered_by_the_kernel(const Context& context, std::vector<ShmEntry>& entri
   if (context.syscalls == nullptr) return false;
   // Measured after the listing: what was created since counts as unexplained space.
   auto stats = context.syscalls->statvfs(context.root.dev("shm"));
-  if (!stats) return false;
+  // A tmpfs mounted without a size limit (size=0) reports no blocks at all: its used space
+  // says nothing about what unlinked segments hold.
+  if (!stats || stats->total_bytes == 0) return false;
+  // Each inode once: hard links list one segment's bytes twice, which would hide as many
+  // bytes of an unlinked one.
   std::uint64_t listed = 0;
-  for (const ShmEntry& entry : entries) listed += entry.allocated_bytes;
+  std::set<FileId> seen;
+  for (const ShmEntry& entry : entries) {
+    if (seen.insert(entry.id).second) listed += entry.allocated_bytes;
+  }
   if (stats->used_bytes() > listed) return false;
   const std::filesystem::path dir = context.root.dev("shm");
   const UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -109,6 +109,24 @@ std::optional<std::uint64_t> cpus_allowed(std::string_view status_text) {
   return count ? std::optional<std::uint64_t>(*count) : std::nullopt;
 }
 
+bool uid_is_host_root(const Context& context, uid_t uid) {
+  auto text = context.root.read(context.process_file("uid_map"));
+  if (!text) return uid == 0;  // no user namespaces here: every uid is the host's
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    std::string_view line = next_line(rest);
+    std::array<std::uint64_t, 3> field{};  // inside, outside, count
+    for (std::uint64_t& value : field) {
+      line = line.substr(std::min(line.find_first_not_of(" \t"), line.size()));
+      const std::size_t end = std::min(line.find_first_of(" \t"), line.size());
+      if (!number(line.substr(0, end), value)) return uid == 0;
+      line.remove_prefix(end);
+    }
+    if (uid >= field[0] && uid - field[0] < field[2]) return field[1] + (uid - field[0]) == 0;
+  }
+  return false;  // unmapped: not root of anything above
+}
+
 Result<UserTasks> read_user_tasks(const Context& context, bool count_tasks) {
   const auto own_path = context.process_file("status");
   auto own_text = context.root.read(own_path);

@@ -37,6 +37,11 @@ struct UserTasks {
                                                            std::string_view key);
 /// The CPUs a process may run on, from its /proc/<pid>/status text (Cpus_allowed_list).
 [[nodiscard]] std::optional<std::uint64_t> cpus_allowed(std::string_view status_text);
+/// Whether `uid` of the examined process is the host's root, the one kernel/fork.c exempts from
+/// RLIMIT_NPROC (the initial user namespace's uid 0), by its /proc/<pid>/uid_map. Root in a user
+/// namespace (rootless podman or docker, `unshare -r`) is an ordinary uid outside it and is
+/// counted. Without a readable uid_map (no user namespaces): whether `uid` is 0.
+[[nodiscard]] bool uid_is_host_root(const Context& context, uid_t uid);
 /// Reads the examined process's uid and, with `count_tasks`, counts that uid's tasks over /proc
 /// (one status per pid: the cost of this call on a busy host, so only when it can matter).
 [[nodiscard]] Result<UserTasks> read_user_tasks(const Context& context, bool count_tasks = true);

@@ -199,6 +199,32 @@ WriterState writer_state(const Context& context, int dir_fd, const Checkpoint& t
   return WriterState::kUnknown;
 }
 
+/// The kernel's answer whether someone has `path` (below `dir_fd`) open for writing: it refuses
+/// a read lease only then, unlike a write lease, which a mere reader refuses as well.
+LeaseAnswer open_for_writing(const Context& context, int dir_fd, const std::string& path) {
+  const UniqueFd file(
+      ::openat(dir_fd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  return file.ok() && context.syscalls != nullptr ? context.syscalls->read_lease(file.get())
+                                                  : LeaseAnswer::kUnknown;
+}
+
+/// Whether a save is writing the checkpoint now: someone has it, or for a directory (a
+/// Hugging Face checkpoint-N/) one of its files, open for writing. A pid that lives (perhaps
+/// reused) or a reader is no writer. When the kernel cannot answer for a file (not ours, no
+/// leases here), the writer's state decides.
+bool being_written(const Context& context, int dir_fd, const Checkpoint& checkpoint) {
+  if (checkpoint.directory) {
+    return std::any_of(
+        checkpoint.contents.begin(), checkpoint.contents.end(), [&](const ContentFile& file) {
+          return open_for_writing(context, dir_fd, checkpoint.name + "/" + file.path) ==
+                 LeaseAnswer::kInUse;
+        });
+  }
+  const LeaseAnswer lease = open_for_writing(context, dir_fd, checkpoint.name);
+  if (lease == LeaseAnswer::kUnknown) return checkpoint.writer == WriterState::kAlive;
+  return lease == LeaseAnswer::kInUse;
+}
+
 /// Whether `name` is one of the entries the scan was asked for.
 bool wanted(const CheckpointScanOptions& options, std::string_view name, bool directory,
             walk::FileKind kind) {
@@ -291,12 +317,19 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
       checkpoint.holders = collect_holders(*index, options.dir, checkpoint, std::move(watched));
     if (checkpoint.kind == EntryKind::kSaveTemp) {
       checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
+      if (checkpoint.writer == WriterState::kAlive)
+        checkpoint.being_written = being_written(context, dir.get(), checkpoint);
     } else if (options.contents) {
       if (checkpoint.directory) checkpoint.contents = list_contents(dir.get(), checkpoint.name);
       checkpoint.damage = damage_of(dir.get(), checkpoint);
-      // A file cut short may be a save still being written to its own name.
-      if (!checkpoint.damage.empty() && !checkpoint.directory) {
+      // A checkpoint cut short may be a save still being written to its own name: a file
+      // torch.save writes, or a directory (checkpoint-N/) a file of which is being written.
+      if (!checkpoint.damage.empty() && checkpoint.directory) {
+        checkpoint.being_written = being_written(context, dir.get(), checkpoint);
+      } else if (!checkpoint.damage.empty()) {
         checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
+        if (checkpoint.writer == WriterState::kAlive)
+          checkpoint.being_written = being_written(context, dir.get(), checkpoint);
       }
     }
   }

@@ -14,7 +14,8 @@ SeriesOnDisk series_on_disk(const CheckpointScan& scan, const RetentionPlan& pla
   bool complete_seen = false;
   for (auto item = plan.items.rbegin(); item != plan.items.rend(); ++item) {
     const Checkpoint& checkpoint = scan.checkpoints[item->index];
-    const bool writing = checkpoint.writer == WriterState::kAlive;
+    // Open for writing now: a live pid (maybe reused) or a reader makes no save in progress.
+    const bool writing = checkpoint.being_written;
     if (item->series == series) {
       // Newer than every complete member and still being written: the next save itself.
       if (!item->complete && !complete_seen && writing) {

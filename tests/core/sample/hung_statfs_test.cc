@@ -31,6 +31,7 @@ class HangingSyscalls final : public Syscalls {
   [[nodiscard]] Result<Limit> open_files_limit() const override { return Limit{1024, 1024}; }
   [[nodiscard]] uid_t effective_uid() const override { return 0; }
   [[nodiscard]] LeaseAnswer write_lease(int /*fd*/) const override { return LeaseAnswer::kUnknown; }
+  [[nodiscard]] LeaseAnswer read_lease(int /*fd*/) const override { return LeaseAnswer::kUnknown; }
 
   void release() {
     {

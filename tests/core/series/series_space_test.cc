@@ -60,7 +60,7 @@ TEST(ReadActiveSeries, ASaveStillBeingWrittenIsTheNextSaveNotAMember) {
       fmt::format(".step_000300.pt.headroom-tmp-{}-0123abcd", static_cast<int>(::getpid()));
   write_bytes(dir / temp, 3000);
   {
-    std::ifstream held(dir / temp);
+    std::ofstream held(dir / temp, std::ios::binary | std::ios::app);  // as the saver holds it
     auto series = read_active_series(context, dir);
     ASSERT_TRUE(series) << series.error().message;
     EXPECT_EQ(series->saving_bytes, 4096U);  // disk bytes: one page
@@ -72,12 +72,50 @@ TEST(ReadActiveSeries, ASaveStillBeingWrittenIsTheNextSaveNotAMember) {
   // in progress; closed, a member cut short (a dead save's leftovers are not room).
   write_zip_head(dir / "step_000300.pt", 8192);
   {
-    std::ifstream held(dir / "step_000300.pt");
+    std::ofstream held(dir / "step_000300.pt", std::ios::binary | std::ios::app);  // torch.save
     auto series = read_active_series(context, dir);
     ASSERT_TRUE(series);
     EXPECT_EQ(series->saving_bytes, 8192U);
     EXPECT_EQ(series->members.size(), 2U);
   }
+  auto series = read_active_series(context, dir);
+  ASSERT_TRUE(series);
+  EXPECT_EQ(series->saving_bytes, 0U);
+  ASSERT_EQ(series->members.size(), 3U);
+  EXPECT_FALSE(series->members.front().complete);
+}
+
+TEST(ReadActiveSeries, ADeadSavesBytesAreNoSaveInProgressWhoeverHoldsThem) {
+  // A save killed mid-write leaves its temp. In a container the restarted job often gets the
+  // same pid (here: this process's), and a backup, an uploader or `tail -f` may hold a dead
+  // save's file open for reading. Neither is a save in progress: the next save writes a new
+  // temp or name, these bytes stay. Counted as its room, check said the next save fits while
+  // save_checkpoint raised DiskFullError at once.
+  testing::ScratchRoot scratch;
+  const std::filesystem::path dir = scratch.path();
+  write_bytes(dir / "step_000100.pt", 4096);
+  write_bytes(dir / "step_000200.pt", 4096);
+  const RealSyscalls syscalls;
+  Context context;
+  context.syscalls = &syscalls;
+  const std::string temp =
+      fmt::format(".step_000300.pt.headroom-tmp-{}-0123abcd", static_cast<int>(::getpid()));
+  write_bytes(dir / temp, 3000);
+  {
+    auto series = read_active_series(context, dir);  // its pid lives, no one has it open
+    ASSERT_TRUE(series) << series.error().message;
+    EXPECT_EQ(series->saving_bytes, 0U);
+    EXPECT_EQ(series->members.size(), 2U);
+  }
+  {
+    std::ifstream reader(dir / temp);  // a backup reading it
+    auto series = read_active_series(context, dir);
+    ASSERT_TRUE(series);
+    EXPECT_EQ(series->saving_bytes, 0U);
+  }
+  std::filesystem::remove(dir / temp);
+  write_zip_head(dir / "step_000300.pt", 8192);  // a bare torch.save killed half way
+  std::ifstream reader(dir / "step_000300.pt");  // `tail -f`, an uploader
   auto series = read_active_series(context, dir);
   ASSERT_TRUE(series);
   EXPECT_EQ(series->saving_bytes, 0U);
