@@ -177,51 +177,47 @@ std::string damage_of(int dir_fd, const Checkpoint& checkpoint) {
   return "";
 }
 
+/// The kernel's answer for `path` below `dir_fd`: a write lease is refused while anyone has
+/// the file open or mapped, a read lease only while someone has it open for writing.
+LeaseAnswer lease_on(const Context& context, int dir_fd, const std::string& path, bool write) {
+  const UniqueFd file(
+      ::openat(dir_fd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!file.ok() || context.syscalls == nullptr) return LeaseAnswer::kUnknown;
+  return write ? context.syscalls->write_lease(file.get())
+               : context.syscalls->read_lease(file.get());
+}
+
 /// Whether the writer of a save temp is still at work: its pid, the holders the
 /// index found, and the kernel's answer whether anyone has the file open.
-/// For a checkpoint cut short (no pid in its name): whether someone has it open, as
-/// torch.save writing straight to the final name does.
 WriterState writer_state(const Context& context, int dir_fd, const Checkpoint& temp,
                          const std::optional<InUseIndex>& index) {
   if (!temp.holders.empty()) return WriterState::kAlive;
   std::error_code error;
-  if (temp.kind == EntryKind::kSaveTemp &&
-      std::filesystem::exists(context.root.proc(std::to_string(temp.temp.pid)), error)) {
+  if (std::filesystem::exists(context.root.proc(std::to_string(temp.temp.pid)), error)) {
     return WriterState::kAlive;  // (or its pid was reused: wait until that one exits)
   }
-  const UniqueFd file(
-      ::openat(dir_fd, temp.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  const LeaseAnswer lease = file.ok() && context.syscalls != nullptr
-                                ? context.syscalls->write_lease(file.get())
-                                : LeaseAnswer::kUnknown;
+  const LeaseAnswer lease = lease_on(context, dir_fd, temp.name, true);
   if (lease == LeaseAnswer::kInUse) return WriterState::kAlive;
   if (lease == LeaseAnswer::kUnused || (index && index->complete())) return WriterState::kGone;
   return WriterState::kUnknown;
 }
 
-/// The kernel's answer whether someone has `path` (below `dir_fd`) open for writing: it refuses
-/// a read lease only then, unlike a write lease, which a mere reader refuses as well.
-LeaseAnswer open_for_writing(const Context& context, int dir_fd, const std::string& path) {
-  const UniqueFd file(
-      ::openat(dir_fd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  return file.ok() && context.syscalls != nullptr ? context.syscalls->read_lease(file.get())
-                                                  : LeaseAnswer::kUnknown;
-}
-
 /// Whether a save is writing the checkpoint now: someone has it, or for a directory (a
 /// Hugging Face checkpoint-N/) one of its files, open for writing. A pid that lives (perhaps
 /// reused) or a reader is no writer. When the kernel cannot answer for a file (not ours, no
-/// leases here), the writer's state decides.
+/// leases here), a live writer of a temp or a holder the index found decides.
 bool being_written(const Context& context, int dir_fd, const Checkpoint& checkpoint) {
   if (checkpoint.directory) {
     return std::any_of(
         checkpoint.contents.begin(), checkpoint.contents.end(), [&](const ContentFile& file) {
-          return open_for_writing(context, dir_fd, checkpoint.name + "/" + file.path) ==
+          return lease_on(context, dir_fd, checkpoint.name + "/" + file.path, false) ==
                  LeaseAnswer::kInUse;
         });
   }
-  const LeaseAnswer lease = open_for_writing(context, dir_fd, checkpoint.name);
-  if (lease == LeaseAnswer::kUnknown) return checkpoint.writer == WriterState::kAlive;
+  const LeaseAnswer lease = lease_on(context, dir_fd, checkpoint.name, false);
+  if (lease == LeaseAnswer::kUnknown) {
+    return checkpoint.writer == WriterState::kAlive || !checkpoint.holders.empty();
+  }
   return lease == LeaseAnswer::kInUse;
 }
 
@@ -324,12 +320,8 @@ Result<CheckpointScan> scan_checkpoints(const Context& context,
       checkpoint.damage = damage_of(dir.get(), checkpoint);
       // A checkpoint cut short may be a save still being written to its own name: a file
       // torch.save writes, or a directory (checkpoint-N/) a file of which is being written.
-      if (!checkpoint.damage.empty() && checkpoint.directory) {
+      if (!checkpoint.damage.empty()) {
         checkpoint.being_written = being_written(context, dir.get(), checkpoint);
-      } else if (!checkpoint.damage.empty()) {
-        checkpoint.writer = writer_state(context, dir.get(), checkpoint, index);
-        if (checkpoint.writer == WriterState::kAlive)
-          checkpoint.being_written = being_written(context, dir.get(), checkpoint);
       }
     }
   }

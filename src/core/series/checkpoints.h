@@ -63,12 +63,10 @@ struct Checkpoint {
   std::string damage;
   /// kSaveTemp: the name it was to become, its writer and whether that writer lives.
   SaveTempName temp;
-  /// Of a save temp; of a checkpoint file with `damage`: whether a save is still writing it
-  /// (kUnknown for every other checkpoint).
   WriterState writer = WriterState::kUnknown;
-  /// Of a save temp or a checkpoint file with `damage`: a save is writing it now (someone has
-  /// it open for writing). A live pid in a temp's name, or a reader holding a dead save's file
-  /// (`tail -f`, a backup), is not that: its bytes will never become the next save.
+  /// Of a save temp or a checkpoint with `damage`: a save is writing it now (someone has it,
+  /// or a file of a directory, open for writing). A live pid in a temp's name, or a reader
+  /// holding a dead save's file (`tail -f`, a backup), is not: those bytes are no next save.
   bool being_written = false;
 };
 
