@@ -8,7 +8,9 @@
 // cancelled. So each filesystem is probed on a thread of its own and waited for
 // until a deadline; one that misses it is reported stuck, left to finish on its
 // own, and not asked again until it has answered (node_exporter's "stuck
-// mounts"), while every other path and probe of the sample goes on.
+// mounts"), while every other path and probe of the sample goes on. The thread
+// is kept for the next sample (a watch samples every second: starting threads
+// was a tenth of its CPU time).
 
 #include <fmt/format.h>
 
@@ -23,63 +25,113 @@
 
 namespace headroom {
 
-/// What a filesystem's probe thread hands back: for each of its paths, the resolved
-/// path and statvfs, or why not.
+/// One filesystem's probe thread and what it hands back. The thread lives as long as the
+/// memo that asked for it (a long watch starts it once, not once a sample) and serves one
+/// request at a time: for each of its paths, the resolved path and statvfs, or why not.
 struct PendingStatfs {
   struct Answer {
     std::filesystem::path real;  ///< canonical, under the root prefix
     Result<FsStats> stats = fail(Error::invalid("not probed"));
   };
   std::mutex mutex;
-  std::condition_variable finished;
-  bool done = false;
+  std::condition_variable finished;  ///< the answers are in
+  std::condition_variable asked;     ///< a request (or quit) for the thread
+  bool done = true;                  ///< no request outstanding: the answers are the last ones
+  bool requested = false;
+  bool quit = false;
+  std::vector<std::filesystem::path> paths;
   std::vector<Answer> answers;  ///< in the order of the paths given
   std::chrono::steady_clock::time_point started;
+
+  /// The thread's loop: answers each request until told to quit. The thread owns what
+  /// it uses (this state, shared), so it may outlive the sample and the memo: a statfs
+  /// on a dead mount can block it for minutes. The Syscalls of a front end are static.
+  void serve(const Syscalls* syscalls) {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      asked.wait(lock, [this] { return requested || quit; });
+      if (quit) return;
+      requested = false;
+      const std::vector<std::filesystem::path> asked_paths = paths;
+      lock.unlock();
+      std::vector<Answer> found;
+      found.reserve(asked_paths.size());
+      for (const std::filesystem::path& path : asked_paths) {
+        Answer answer;
+        std::error_code error;
+        answer.real = std::filesystem::canonical(path, error);
+        // A lookup error is said without the path: the sample names the watched one.
+        answer.stats = error ? fail(Error{Error::Code::kNotFound, error.message()})
+                             : syscalls->statvfs(answer.real);
+        found.push_back(std::move(answer));
+      }
+      lock.lock();
+      answers = std::move(found);
+      done = true;
+      finished.notify_all();
+    }
+  }
+
+  /// Tells the thread to end once it is idle (or once its statfs returns).
+  void stop() {
+    {
+      const std::lock_guard lock(mutex);
+      quit = true;
+    }
+    asked.notify_all();
+  }
 };
+
+StatfsProber::StatfsProber(std::shared_ptr<PendingStatfs> state) : state_(std::move(state)) {}
+StatfsProber::StatfsProber(StatfsProber&& other) noexcept = default;
+StatfsProber& StatfsProber::operator=(StatfsProber&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->stop();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+StatfsProber::~StatfsProber() {
+  if (state_) state_->stop();
+}
 
 namespace {
 
-/// Starts the probe of `paths` (host paths under the root prefix) on a detached thread.
-/// The thread owns what it uses: it may outlive the sample, and the Syscalls of a
-/// front end are static.
-std::shared_ptr<PendingStatfs> start_probe(const Syscalls* syscalls,
-                                           std::vector<std::filesystem::path> paths,
-                                           std::chrono::steady_clock::time_point now) {
-  auto pending = std::make_shared<PendingStatfs>();
-  pending->started = now;
-  const std::size_t count = paths.size();
-  auto probe = try_start_thread([pending, syscalls, paths = std::move(paths)] {
-    std::vector<PendingStatfs::Answer> answers;
-    for (const std::filesystem::path& path : paths) {
-      PendingStatfs::Answer answer;
-      std::error_code error;
-      answer.real = std::filesystem::canonical(path, error);
-      // A lookup error is said without the path: the sample names the watched one.
-      answer.stats = error ? fail(Error{Error::Code::kNotFound, error.message()})
-                           : syscalls->statvfs(answer.real);
-      answers.push_back(std::move(answer));
-    }
-    {
-      std::lock_guard lock(pending->mutex);
-      pending->answers = std::move(answers);
-      pending->done = true;
-    }
-    pending->finished.notify_all();
-  });
-  if (probe) {
-    probe->detach();
-  } else {
-    // A task limit refused the thread. statfs on this one could hang on a dead mount, so
-    // the paths are not measured this time; the sample says why, and the next one retries.
-    const std::lock_guard lock(pending->mutex);
-    pending->answers.resize(count);
-    for (PendingStatfs::Answer& answer : pending->answers) {
-      answer.stats = fail(Error{Error::Code::kIo,
-                                "no thread to run statfs on (a task limit: ulimit -u, pids.max)"});
-    }
-    pending->done = true;
+/// Asks `prober` (idle: done) to measure `paths` (host paths under the root prefix).
+void ask(PendingStatfs& prober, std::vector<std::filesystem::path> paths,
+         std::chrono::steady_clock::time_point now) {
+  {
+    const std::lock_guard lock(prober.mutex);
+    prober.paths = std::move(paths);
+    prober.started = now;
+    prober.done = false;
+    prober.requested = true;
   }
-  return pending;
+  prober.asked.notify_one();
+}
+
+/// A new prober with its thread started, or nullptr when the system refused a thread.
+std::shared_ptr<PendingStatfs> start_prober(const Syscalls* syscalls) {
+  auto state = std::make_shared<PendingStatfs>();
+  auto thread = try_start_thread([state, syscalls] { state->serve(syscalls); });
+  if (!thread) return nullptr;
+  thread->detach();
+  return state;
+}
+
+/// What a group gets when no thread could be started for it: statfs on this one could
+/// hang on a dead mount, so its paths are not measured this time; the sample says why,
+/// and the next one retries.
+std::shared_ptr<PendingStatfs> refused(std::size_t count,
+                                       std::chrono::steady_clock::time_point now) {
+  auto state = std::make_shared<PendingStatfs>();
+  state->started = now;
+  state->answers.resize(count);
+  for (PendingStatfs::Answer& answer : state->answers) {
+    answer.stats = fail(
+        Error{Error::Code::kIo, "no thread to run statfs on (a task limit: ulimit -u, pids.max)"});
+  }
+  return state;
 }
 
 /// The filesystem a path is on by its name alone (no file system call, so it cannot
@@ -152,8 +204,7 @@ FilesystemSample stuck_sample(const std::vector<MountEntry>* mounts, const Watch
 void sample_filesystems(const Context& context, const std::vector<WatchedPath>& paths,
                         const Result<const std::vector<MountEntry>*>& mounts,
                         std::chrono::milliseconds timeout,
-                        std::map<std::string, std::shared_ptr<PendingStatfs>>& stuck,
-                        Sample& sample) {
+                        std::map<std::string, StatfsProber>& probers, Sample& sample) {
   run_probe(context, sample, "filesystem", [&]() -> Result<void> {
     const std::vector<MountEntry>* table = mounts ? *mounts : nullptr;
     // One probe per filesystem (by the mount its name is on): 300 dirs on one disk
@@ -168,20 +219,29 @@ void sample_filesystems(const Context& context, const std::vector<WatchedPath>& 
       const MountEntry* mount = lexical_mount(table, paths[index].path);
       groups[mount != nullptr ? mount->mount_point : std::string()].members.push_back(index);
     }
+    // A filesystem no longer watched (a reloaded config) gives its thread back.
+    std::erase_if(probers, [&](const auto& entry) { return !groups.contains(entry.first); });
     const auto now = context.syscalls->monotonic();
     for (auto& [key, group] : groups) {
-      if (const auto found = stuck.find(key); found != stuck.end()) {
-        std::lock_guard lock(found->second->mutex);
-        if (!found->second->done) {
-          group.pending = found->second;
+      auto known = probers.find(key);
+      if (known != probers.end()) {
+        PendingStatfs& prober = known->second.state();
+        std::unique_lock lock(prober.mutex);
+        if (!prober.done) {  // still in the statfs an earlier sample asked for
+          group.pending = known->second.shared();
           group.was_stuck = true;
           continue;
         }
-        stuck.erase(found);  // it answered at last: ask afresh
+      } else if (auto started = start_prober(context.syscalls)) {
+        known = probers.emplace(key, StatfsProber(std::move(started))).first;
+      } else {
+        group.pending = refused(group.members.size(), now);
+        continue;
       }
       std::vector<std::filesystem::path> hosts;
       for (std::size_t index : group.members) hosts.push_back(context.root.host(paths[index].path));
-      group.pending = start_probe(context.syscalls, std::move(hosts), now);
+      group.pending = known->second.shared();
+      ask(*group.pending, std::move(hosts), now);
     }
     // The deadline is shared: n hung mounts cost one timeout, not n.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -195,7 +255,9 @@ void sample_filesystems(const Context& context, const std::vector<WatchedPath>& 
       if (!group.was_stuck) {
         pending.finished.wait_until(lock, deadline, [&] { return pending.done; });
       }
-      const bool done = pending.done;
+      // A prober stuck before this sample stays stuck in it, even if it answers meanwhile:
+      // its answers are to an older request.
+      const bool done = !group.was_stuck && pending.done;
       for (std::size_t at = 0; at < group.members.size(); ++at) {
         const std::size_t index = group.members[at];
         FilesystemSample& filesystem = measured_paths[index];
@@ -204,7 +266,6 @@ void sample_filesystems(const Context& context, const std::vector<WatchedPath>& 
         if (!filesystem.ok && failed++ == 0) first_error = filesystem.error->message;
         hung += filesystem.stuck ? 1 : 0;
       }
-      if (!done) stuck[key] = group.pending;
     }
     for (FilesystemSample& filesystem : measured_paths) {
       sample.filesystems.push_back(std::move(filesystem));

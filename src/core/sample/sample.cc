@@ -87,7 +87,7 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
   const auto mounts = (memo != nullptr ? memo->mounts : own_mounts).current(context);
   SampleMemo own_memo;
   sample_filesystems(context, watched_paths(context, options), mounts, options.probe_timeout,
-                     memo != nullptr ? memo->stuck : own_memo.stuck, sample);
+                     memo != nullptr ? memo->probers : own_memo.probers, sample);
   sample_memory(context, sample);
   sample_pressure(context, sample);
   sample_cgroup(context, mounts ? *mounts : nullptr, sample);

@@ -184,8 +184,27 @@ struct SampleOptions {
   bool process_fds = true;
 };
 
-/// A statfs probe on a thread of its own (sample/filesystems.cc).
+/// A filesystem's statfs probe, on a thread of its own (sample/filesystems.cc).
 struct PendingStatfs;
+
+/// The handle a memo keeps on a filesystem's probe thread: the thread serves every sample
+/// (one thread start per filesystem, not per sample) and ends when the handle is dropped,
+/// or, when stuck in a statfs that hangs, as soon as that returns.
+class StatfsProber {
+ public:
+  explicit StatfsProber(std::shared_ptr<PendingStatfs> state);
+  StatfsProber(StatfsProber&& other) noexcept;
+  StatfsProber& operator=(StatfsProber&& other) noexcept;
+  StatfsProber(const StatfsProber&) = delete;
+  StatfsProber& operator=(const StatfsProber&) = delete;
+  ~StatfsProber();
+
+  [[nodiscard]] PendingStatfs& state() const { return *state_; }
+  [[nodiscard]] std::shared_ptr<PendingStatfs> shared() const { return state_; }
+
+ private:
+  std::shared_ptr<PendingStatfs> state_;
+};
 
 /// What one sample leaves for the next so that a long watch stays cheap: the
 /// mount table (re-read only after a mount or unmount), and the verdicts of
@@ -195,9 +214,9 @@ struct PendingStatfs;
 /// such a change goes unseen.
 struct SampleMemo {
   MountTable mounts;
-  /// statfs probes that did not answer in time, by mount point: still running on
-  /// their own threads, and not started again until they answer.
-  std::map<std::string, std::shared_ptr<PendingStatfs>> stuck;
+  /// The statfs probe of each watched filesystem, by mount point. One that did not answer
+  /// in time is still in its statfs and is not asked again until it answers.
+  std::map<std::string, StatfsProber> probers;
   OpenFiles files;  ///< meminfo, PSI, vmstat, cgroup files: kept open, read from offset 0
   struct ShmFile {
     FileId id;

@@ -11,13 +11,13 @@
 namespace headroom {
 
 /// statvfs + the mount of every watched path ("filesystem" probe), each filesystem on a
-/// thread of its own: one that has not answered within `timeout` is reported stuck and
-/// kept in `stuck` (by mount point) until it answers, never asked twice at once.
+/// thread of its own, kept in `probers` (by mount point) from one sample to the next: one
+/// that has not answered within `timeout` is reported stuck until it answers, never asked
+/// twice at once.
 void sample_filesystems(const Context& context, const std::vector<WatchedPath>& paths,
                         const Result<const std::vector<MountEntry>*>& mounts,
                         std::chrono::milliseconds timeout,
-                        std::map<std::string, std::shared_ptr<PendingStatfs>>& stuck,
-                        Sample& sample);
+                        std::map<std::string, StatfsProber>& probers, Sample& sample);
 /// /proc/meminfo ("meminfo").
 void sample_memory(const Context& context, Sample& sample);
 /// /proc/pressure/memory ("pressure"); a kernel without PSI is a failed probe.

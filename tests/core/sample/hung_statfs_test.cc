@@ -4,9 +4,11 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/sample/sample.h"
+#include "core/syscalls.h"
 
 namespace headroom {
 namespace {
@@ -99,7 +101,66 @@ TEST(SampleFilesystems, AHungMountIsStuckAndEverythingElseIsMeasured) {
   ASSERT_TRUE(third);
   EXPECT_TRUE(find(*third, "/proc").ok);
   EXPECT_FALSE(find(*third, "/proc").stuck);
-  EXPECT_TRUE(memo.stuck.empty());
+  EXPECT_EQ(memo.probers.size(), 2u);  // "/" and "/proc", each on its own thread
+}
+
+/// Real statfs, and the thread each one ran on.
+class RecordingSyscalls final : public Syscalls {
+ public:
+  [[nodiscard]] Result<FsStats> statvfs(const std::filesystem::path& path) const override {
+    {
+      std::lock_guard lock(mutex_);
+      threads_.insert(std::this_thread::get_id());
+      ++calls_;
+    }
+    return real_.statvfs(path);
+  }
+  [[nodiscard]] std::chrono::system_clock::time_point now() const override { return real_.now(); }
+  [[nodiscard]] std::chrono::steady_clock::time_point monotonic() const override {
+    return real_.monotonic();
+  }
+  [[nodiscard]] Result<Limit> open_files_limit() const override { return real_.open_files_limit(); }
+  [[nodiscard]] uid_t effective_uid() const override { return real_.effective_uid(); }
+  [[nodiscard]] LeaseAnswer write_lease(int fd) const override { return real_.write_lease(fd); }
+  [[nodiscard]] LeaseAnswer read_lease(int fd) const override { return real_.read_lease(fd); }
+  [[nodiscard]] std::size_t threads() const {
+    std::lock_guard lock(mutex_);
+    return threads_.size();
+  }
+  [[nodiscard]] int calls() const {
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  RealSyscalls real_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> threads_;
+  mutable int calls_ = 0;
+};
+
+TEST(SampleFilesystems, ALongWatchStartsOneThreadPerFilesystemNotOnePerSample) {
+  RecordingSyscalls syscalls;
+  const Context context{SysRoot("/"), &syscalls, {}, "/", "self"};
+  SampleOptions options;
+  options.dirs = {"/"};
+  options.temp_dir = false;
+  options.shm = false;
+  options.shm_stale = false;
+  SampleMemo memo;
+  for (int round = 0; round < 5; ++round) {
+    auto sample = take_sample(context, options, &memo);
+    ASSERT_TRUE(sample) << sample.error().message;
+    ASSERT_TRUE(find(*sample, "/").ok) << find(*sample, "/").why();
+  }
+  EXPECT_EQ(syscalls.calls(), 5);     // measured afresh by every sample
+  EXPECT_EQ(syscalls.threads(), 1u);  // on the same thread
+
+  // A config that no longer watches it gives the thread back; watching it again starts one.
+  options.dirs = {"/proc"};
+  ASSERT_TRUE(take_sample(context, options, &memo));
+  EXPECT_EQ(memo.probers.size(), 1u);
+  EXPECT_EQ(memo.probers.count("/"), 0u);
 }
 
 TEST(WatchedPaths, ATrailingSlashIsTheSameDir) {
