@@ -374,3 +374,31 @@ def test_a_reader_slower_than_the_job_gets_every_byte(scratch):
     assert lines[0] == b"000000000" and lines[-2] == b"003999999" and len(lines) == 4_000_001
     # In order, none lost or repeated: every 99,991st line is where it must be.
     assert all(int(lines[at]) == at for at in range(0, 4_000_000, 99_991))
+
+
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
+
+
+def test_the_readers_small_pipe_is_grown_so_output_moves_without_copies(scratch):
+    """`headroom run -- job | reader`: the shell gives headroom a 64 KiB pipe, the job gets
+    1 MiB. A splice moves only what the reader's pipe has room for and the rest went through
+    headroom's queue, two copies of every byte of a fast writer. headroom grows the reader's
+    pipe to the job's size, and every byte still arrives in order."""
+    import fcntl
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, F_SETPIPE_SZ, 65536)
+    assert fcntl.fcntl(read_end, F_GETPIPE_SZ) == 65536
+    job = "import sys\nsys.stdout.write(''.join('%09d\\n' % i for i in range(200000)))\n"
+    run = subprocess.Popen([HEADROOM, "run", "--only", "container", "--", PYTHON, "-c", job],
+                           stdout=write_end, stderr=subprocess.PIPE, text=True)
+    os.close(write_end)
+    data = bytearray()
+    grown = 0
+    while chunk := os.read(read_end, 1 << 20):
+        grown = max(grown, fcntl.fcntl(read_end, F_GETPIPE_SZ))
+        data += chunk
+    assert run.wait(timeout=120) == 0, run.stderr.read()
+    assert grown == 1 << 20, grown
+    lines = bytes(data).split(b"\n")
+    assert len(lines) == 200_001 and all(int(lines[at]) == at for at in range(0, 200_000, 997))
+    os.close(read_end)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -13,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "core/supervise/job_sampler.h"
@@ -89,7 +92,27 @@ struct Stream {
   // pipe straight into the ring: one copy per byte instead of three.
   int side_read = -1;
   int side_write = -1;
+  /// When bytes of this stream were last moved: a stream moved under kStreaming ago streams.
+  std::chrono::steady_clock::time_point moved_at{};
 };
+
+// A job that writes fast in small pieces (a line per print, `head` 8 KiB at a time) wakes
+// headroom once per write: on the zero-copy path four system calls for a few KiB, and its
+// reader woken as often. While a stream streams, a pipe holding less than kFill is given
+// kFillTime to fill before it is moved. The job's pipe (1 MiB) does not fill in that time
+// below 2 GB/s, so the job does not wait for it, and its output reaches the reader at most
+// that much later; a line after a pause goes on at once.
+constexpr auto kStreaming = std::chrono::milliseconds(2);
+constexpr auto kFillTime = std::chrono::microseconds(500);
+constexpr int kFill = 256 * 1024;
+
+void let_it_fill(const Stream& stream, std::chrono::steady_clock::time_point now) {
+  if (stream.source < 0 || now - stream.moved_at >= kStreaming) return;
+  int queued = 0;
+  if (::ioctl(stream.source, FIONREAD, &queued) != 0 || queued >= kFill) return;
+  timespec pause{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kFillTime).count()};
+  (void)::nanosleep(&pause, nullptr);  // a signal ends it early, and is served next
+}
 
 bool is_pipe(int fd) {
   struct stat info {};
@@ -104,7 +127,13 @@ void try_zero_copy(Stream& stream) {
   int side[2];
   if (::pipe2(side, O_CLOEXEC | O_NONBLOCK) != 0) return;
   // tee duplicates at most what the side pipe can hold: as much as the job's pipe.
-  (void)::fcntl(side[1], F_SETPIPE_SZ, ::fcntl(stream.source, F_GETPIPE_SZ));
+  const int job_pipe = ::fcntl(stream.source, F_GETPIPE_SZ);
+  (void)::fcntl(side[1], F_SETPIPE_SZ, job_pipe);
+  // A splice moves at most what the reader's pipe has room for, and what does not fit goes
+  // through the writer's queue (two copies): a shell's pipe holds 64 KiB, the job's 1 MiB.
+  // The reader's pipe is grown to the job's (never shrunk): a bigger buffer is all it changes.
+  const int sink = stream.writer->fd();
+  if (::fcntl(sink, F_GETPIPE_SZ) < job_pipe) (void)::fcntl(sink, F_SETPIPE_SZ, job_pipe);
   stream.side_read = side[0];
   stream.side_write = side[1];
 }
@@ -330,7 +359,9 @@ Result<SupervisionResult> supervise(const Context& context, const SupervisorOpti
       if (last_stream != nullptr) ring.end_open_line();
       last_stream = &stream;
     }
+    if (!main_exited) let_it_fill(stream, std::chrono::steady_clock::now());
     const bool got = stream.side_read >= 0 ? pump_spliced(stream) : pump_read(stream);
+    if (got) stream.moved_at = std::chrono::steady_clock::now();
     // Whether the job left a line open on headroom's stderr: `run --json` then
     // starts its document on a line of its own.
     if (got && stream.writer == options.stderr_sink.get())
