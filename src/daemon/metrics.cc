@@ -14,15 +14,46 @@ namespace {
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
+using LabelView = std::pair<std::string_view, std::string_view>;
+/// Label names and values as views of the snapshot's strings: a sample's labels cost one
+/// small vector, not two strings each.
+using Labels = std::vector<LabelView>;
 
-/// Builds families in a fixed order; a family without any sample is left out.
-class Families {
+/// Where the metrics of a snapshot go: families of prometheus-cpp (tests compare them with
+/// its serializer), or straight to the text a scrape sends.
+class MetricOut {
  public:
-  // Names and help texts are views: most calls add a sample to the family of the call before,
-  // and building two strings per sample was most of a watch's publishing time.
-  MetricFamily& family(std::string_view name, std::string_view help,
-                       MetricType type = MetricType::Gauge) {
+  virtual ~MetricOut() = default;
+  void gauge(std::string_view name, std::string_view help, const Labels& labels, double value) {
+    add(name, help, MetricType::Gauge, labels, value);
+  }
+  void counter(std::string_view name, std::string_view help, const Labels& labels, double value) {
+    add(name, help, MetricType::Counter, labels, value);
+  }
+
+ protected:
+  /// One sample of family `name`; a family's samples are kept together, in the order of
+  /// the family's first sample.
+  virtual void add(std::string_view name, std::string_view help, MetricType type,
+                   const Labels& labels, double value) = 0;
+};
+
+/// Builds prometheus-cpp families in a fixed order; a family without any sample is left out.
+class Families final : public MetricOut {
+ public:
+  std::vector<MetricFamily> take() { return std::move(families_); }
+
+ private:
+  void add(std::string_view name, std::string_view help, MetricType type, const Labels& labels,
+           double value) override {
+    ClientMetric metric;
+    for (const auto& [label, text] : labels) {
+      metric.label.push_back({std::string(label), std::string(text)});
+    }
+    (type == MetricType::Counter ? metric.counter.value : metric.gauge.value) = value;
+    family(name, help, type).metric.push_back(std::move(metric));
+  }
+  MetricFamily& family(std::string_view name, std::string_view help, MetricType type) {
     if (!families_.empty() && families_.back().name == name) return families_.back();
     for (MetricFamily& family : families_) {
       if (family.name == name) return family;
@@ -30,31 +61,11 @@ class Families {
     families_.push_back({std::string(name), std::string(help), type, {}});
     return families_.back();
   }
-  void gauge(std::string_view name, std::string_view help, Labels labels, double value) {
-    ClientMetric metric;
-    metric.label = std::move(labels);
-    metric.gauge.value = value;
-    family(name, help).metric.push_back(std::move(metric));
-  }
-  void counter(std::string_view name, std::string_view help, Labels labels, double value) {
-    ClientMetric metric;
-    metric.label = std::move(labels);
-    metric.counter.value = value;
-    family(name, help, MetricType::Counter).metric.push_back(std::move(metric));
-  }
-  std::vector<MetricFamily> take() {
-    std::vector<MetricFamily> result;
-    for (MetricFamily& family : families_) {
-      if (!family.metric.empty()) result.push_back(std::move(family));
-    }
-    return result;
-  }
 
- private:
   std::vector<MetricFamily> families_;
 };
 
-void filesystem_metrics(const WatchStep& step, Families& out) {
+void filesystem_metrics(const WatchStep& step, MetricOut& out) {
   std::set<std::string> shm_seen;
   for (const FilesystemSample& filesystem : step.sample.filesystems) {
     const std::string role(to_string(filesystem.role));
@@ -119,7 +130,7 @@ void filesystem_metrics(const WatchStep& step, Families& out) {
   }
 }
 
-void host_metrics(const Sample& sample, const Predictions& predictions, Families& out) {
+void host_metrics(const Sample& sample, const Predictions& predictions, MetricOut& out) {
   if (sample.shm_stale_bytes) {
     out.gauge("headroom_shm_stale_bytes",
               "Bytes of /dev/shm files proven held open or mapped by no process", {},
@@ -211,7 +222,7 @@ constexpr SinkFamily kSinkFamilies[] = {
      &SinkStats::dropped},
 };
 
-void sink_metrics(const std::vector<SinkStats>& sinks, Families& out) {
+void sink_metrics(const std::vector<SinkStats>& sinks, MetricOut& out) {
   for (const SinkStats& sink : sinks) {
     const Labels labels = {{"sink", sink.sink}, {"target", sink.target}};
     for (const SinkFamily& family : kSinkFamilies) {
@@ -225,9 +236,6 @@ constexpr const char* kSampleAgeHelp =
 constexpr const char* kCompleteAgeHelp =
     "Seconds since the last sample that measured every watched path (none hung)";
 
-std::string_view label_name(const ClientMetric::Label& label) { return label.name; }
-std::string_view label_value(const ClientMetric::Label& label) { return label.value; }
-using LabelView = std::pair<std::string_view, std::string_view>;
 std::string_view label_name(const LabelView& label) { return label.first; }
 std::string_view label_value(const LabelView& label) { return label.second; }
 
@@ -269,24 +277,24 @@ class TextWriter {
     } else {
       // The shortest text that reads back as the same double (fmt's Dragonbox): exact, and
       // an eighth of the time of a fixed 16 digits, which took the slow path for byte counts.
+      // Most values are whole numbers (bytes, counts, 0 and 1): those below 2^53 are written
+      // as integers, the same text, without the float formatter.
       std::array<char, 40> text{};  // the longest double, "-2.2250738585072014e-308", fits
       text[0] = ' ';
-      char* end = fmt::format_to(text.data() + 1, "{}", value);
+      char* end = nullptr;
+      if (std::abs(value) < 0x1p53 && value == std::trunc(value) &&
+          !(value == 0 && std::signbit(value))) {
+        const fmt::format_int whole(static_cast<std::int64_t>(value));
+        end = std::copy(whole.data(), whole.data() + whole.size(), text.data() + 1);
+      } else {
+        end = fmt::format_to(text.data() + 1, "{}", value);
+      }
       *end++ = '\n';
       out_.append(text.data(), end);
     }
   }
   void sample(std::string_view name, std::initializer_list<LabelView> labels, double value) {
     sample<std::initializer_list<LabelView>>(name, labels, value);
-  }
-  void families(const std::vector<MetricFamily>& families) {
-    for (const MetricFamily& family : families) {
-      const bool counter = family.type == MetricType::Counter;
-      this->family(family.name, family.help, counter ? "counter" : "gauge");
-      for (const ClientMetric& metric : family.metric) {
-        sample(family.name, metric.label, counter ? metric.counter.value : metric.gauge.value);
-      }
-    }
   }
 
  private:
@@ -309,20 +317,16 @@ class TextWriter {
   std::string& out_;
 };
 
-}  // namespace
-
-std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
-  Families out;
+/// Every metric of a snapshot, in a fixed order (names: docs/metrics.md).
+void all_metrics(const Snapshot& snapshot, MetricOut& out) {
   filesystem_metrics(snapshot.step, out);
   host_metrics(snapshot.step.sample, snapshot.step.predictions, out);
   // Every rule and severity, 0 when none fires: a series that vanished would
   // read as "no data", not as "nothing firing".
-  std::map<std::pair<std::string, std::string>, int> firing;
-  for (const RuleSeverity& rule : alert_rules()) {
-    firing[{std::string(rule.rule), std::string(to_string(rule.severity))}] = 0;
-  }
+  std::map<std::pair<std::string_view, std::string_view>, int> firing;
+  for (const RuleSeverity& rule : alert_rules()) firing[{rule.rule, to_string(rule.severity)}] = 0;
   for (const auto& [key, alert] : snapshot.active) {
-    ++firing[{alert.last.rule, std::string(to_string(alert.last.severity))}];
+    ++firing[{alert.last.rule, to_string(alert.last.severity)}];
     // The newest OOM victim while its alert fires, for rules to name it.
     const auto& labels = alert.last.labels;
     if (alert.last.rule == "oom_kill" && labels.count("comm") != 0) {
@@ -347,12 +351,65 @@ std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
   out.gauge("headroom_config_last_reload_successful", "1 when the last config (re)load succeeded",
             {}, snapshot.config_last_reload_success);
   out.gauge("headroom_build_info", "Version of headroom", {{"version", HEADROOM_VERSION}}, 1);
+}
+
+/// The page's text, family by family, in buffers kept from one publish to the next: in a
+/// steady state rendering a sample allocates only the page itself.
+class TextFamilies final : public MetricOut {
+ public:
+  void render(const Snapshot& snapshot, std::string& page) {
+    order_.clear();
+    for (Family& family : families_) {
+      family.used = false;
+      family.text.clear();
+    }
+    all_metrics(snapshot, *this);
+    std::size_t size = 0;
+    for (const std::size_t at : order_) size += families_[at].text.size();
+    page.reserve(size);
+    for (const std::size_t at : order_) page += families_[at].text;
+  }
+
+ private:
+  struct Family {
+    std::string name;
+    std::string text;
+    bool used = false;
+  };
+  void add(std::string_view name, std::string_view help, MetricType type, const Labels& labels,
+           double value) override {
+    if (last_ >= families_.size() || families_[last_].name != name) {
+      last_ = 0;
+      while (last_ < families_.size() && families_[last_].name != name) ++last_;
+      if (last_ == families_.size()) families_.push_back({std::string(name), {}, false});
+    }
+    Family& family = families_[last_];
+    TextWriter writer(family.text);
+    if (!family.used) {
+      family.used = true;
+      order_.push_back(last_);
+      writer.family(name, help, type == MetricType::Counter ? "counter" : "gauge");
+    }
+    writer.sample(name, labels, value);
+  }
+
+  std::vector<Family> families_;
+  std::vector<std::size_t> order_;
+  std::size_t last_ = 0;
+};
+
+}  // namespace
+
+std::vector<MetricFamily> to_metric_families(const Snapshot& snapshot) {
+  Families out;
+  all_metrics(snapshot, out);
   return out.take();
 }
 
 void SnapshotCollector::publish(std::shared_ptr<const Snapshot> snapshot) {
+  thread_local TextFamilies families;  // the watch loop's: its buffers serve every sample
   auto text = std::make_shared<std::string>();
-  if (snapshot) TextWriter(*text).families(to_metric_families(*snapshot));
+  if (snapshot) families.render(*snapshot, *text);
   std::shared_ptr<const std::string> rendered = std::move(text);
   std::lock_guard lock(mutex_);
   snapshot_ = std::move(snapshot);

@@ -111,7 +111,8 @@ void let_it_fill(const Stream& stream, std::chrono::steady_clock::time_point now
   int queued = 0;
   if (::ioctl(stream.source, FIONREAD, &queued) != 0 || queued >= kFill) return;
   timespec pause{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kFillTime).count()};
-  (void)::nanosleep(&pause, nullptr);  // a signal ends it early, and is served next
+  // Signals are blocked for the signalfd: one that arrives now is forwarded after the pause.
+  (void)::nanosleep(&pause, nullptr);
 }
 
 bool is_pipe(int fd) {

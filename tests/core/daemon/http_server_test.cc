@@ -71,6 +71,32 @@ std::vector<std::string> sorted_values(const std::string& text) {
   return lines;
 }
 
+// The page is rendered into buffers kept from one sample to the next: a family that the
+// next snapshot lacks leaves the page, and one that comes back is there once, as the
+// serializer writes that snapshot.
+TEST(SnapshotCollector, EachPageIsItsOwnSnapshotOnly) {
+  Snapshot with_sink;
+  with_sink.sinks = {{"webhook#1", "https://example.com/x", 2, 0, 0}};
+  with_sink.taken = std::chrono::steady_clock::now();
+  Snapshot without = with_sink;
+  without.sinks.clear();
+  without.samples_total = 5;
+  SnapshotCollector collector;
+  for (const Snapshot* snapshot : {&with_sink, &without, &with_sink, &with_sink}) {
+    collector.publish(std::make_shared<Snapshot>(*snapshot));
+    std::string tail;
+    const auto page = collector.page(snapshot->taken, tail);
+    ASSERT_TRUE(page);
+    EXPECT_EQ(sorted_values(*page),
+              sorted_values(prometheus::TextSerializer().Serialize(to_metric_families(*snapshot))));
+    const std::size_t help = page->find("# HELP headroom_alert_sink_sent_total");
+    EXPECT_EQ(help != std::string::npos, !snapshot->sinks.empty()) << *page;
+    if (help != std::string::npos) {
+      EXPECT_EQ(page->find("# HELP headroom_alert_sink_sent_total", help + 1), std::string::npos);
+    }
+  }
+}
+
 // The page a scrape sends is the text rendered at publish plus the scrape-time
 // lines: the same series, help texts and values as prometheus-cpp's serializer
 // gives for the whole snapshot, label values escaped alike.
