@@ -103,8 +103,15 @@ inline constexpr std::pair<std::string_view, std::string_view> kDefaultLocationC
 /// The locations a hint may name.
 inline constexpr std::string_view kLocations[] = {"shm", "shm_ipc", "tmp", "disk"};
 
+/// What parse_catalog proves of a file besides its structure (keys, types, known values).
+enum class CatalogChecks {
+  kPatterns,   ///< and that every pattern compiles with known fields (a user's file)
+  kStructure,  ///< only the structure (the built-in files, whose patterns the tests check)
+};
+
 /// Parses one catalog file's TOML text; `origin` names it in errors and in Signature::origin.
-[[nodiscard]] Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origin);
+[[nodiscard]] Result<Catalog> parse_catalog(std::string_view toml_text, std::string_view origin,
+                                            CatalogChecks checks = CatalogChecks::kPatterns);
 
 /// The built-in catalog (embedded at build time) plus every *.toml in `extra_dirs`.
 /// A user signature with the id of a built-in one replaces it. Errors name the file and key.

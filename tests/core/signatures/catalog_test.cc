@@ -80,10 +80,16 @@ TEST(ParseCatalog, ErrorsNameTheFileAndTheSignature) {
   }
 }
 
-TEST(LoadCatalog, UserSignaturesAddToAndReplaceBuiltinOnes) {
-  const std::filesystem::path dir =
-      std::filesystem::current_path() / ("headroom-catalog-test-" + std::to_string(::getpid()));
+/// A new directory for a user's catalog files, under the working directory (the test removes it).
+std::filesystem::path catalog_dir(const std::string& tag) {
+  const std::filesystem::path dir = std::filesystem::current_path() /
+                                    ("headroom-catalog-" + tag + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(LoadCatalog, UserSignaturesAddToAndReplaceBuiltinOnes) {
+  const std::filesystem::path dir = catalog_dir("test");
   std::ofstream(dir / "mine.toml") << R"(
 [[signature]]
 id = "cuda.out_of_memory"
@@ -108,6 +114,54 @@ patterns = ['scratch quota exceeded for (?P<path>\S+)']
   EXPECT_EQ(replaced->patterns, std::vector<std::string>{"my replacement pattern"});
   EXPECT_EQ(signatures.back().id, "site.scratch_quota");
   EXPECT_EQ(signatures.size(), testing::builtin_catalog().signatures.size() + 1);
+}
+
+TEST(LoadCatalog, AUserFileWithABadPatternIsStillRefused) {
+  // explain's start skips compiling the built-in patterns (the test below proves them); a
+  // user's file is still checked whole.
+  const std::filesystem::path dir = catalog_dir("bad");
+  struct Case {
+    const char* file;
+    const char* rest;  ///< the signature's keys after id and cause
+    const char* error;
+  };
+  const Case cases[] = {
+      {"syntax.toml", "patterns = ['unbalanced (group']", "bad pattern"},
+      {"field.toml", "patterns = ['quota for (?P<directory>\\S+)']", "unknown field"},
+      {"context.toml", "patterns = ['quota exceeded']\nrequires_context = 'bad [class'",
+       "bad requires_context"},
+  };
+  for (const auto& [file, rest, error] : cases) {
+    std::ofstream(dir / file) << "[[signature]]\nid = \"site.broken\"\ncause = \"disk_full\"\n"
+                              << rest << "\n";
+    const std::vector<std::filesystem::path> dirs = {dir / file};
+    auto catalog = load_catalog(dirs);
+    EXPECT_FALSE(catalog.has_value()) << file;
+    if (!catalog) {
+      EXPECT_NE(catalog.error().message.find(file), std::string::npos) << catalog.error().message;
+      EXPECT_NE(catalog.error().message.find(error), std::string::npos) << catalog.error().message;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BuiltinCatalog, EveryFilePassesTheChecksOfAUserFile) {
+  // load_catalog parses the built-in files with CatalogChecks::kStructure (no pattern is
+  // compiled at start): this is where their patterns, fields and contexts are proven.
+  ASSERT_FALSE(builtin_catalog_files().empty());
+  for (const auto& [name, text] : builtin_catalog_files()) {
+    auto checked = parse_catalog(text, name, CatalogChecks::kPatterns);
+    ASSERT_TRUE(checked.has_value()) << checked.error().message;
+    auto loaded = parse_catalog(text, name, CatalogChecks::kStructure);
+    ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+    ASSERT_EQ(checked->signatures.size(), loaded->signatures.size()) << name;
+    for (std::size_t i = 0; i < checked->signatures.size(); ++i) {
+      EXPECT_EQ(checked->signatures[i].patterns, loaded->signatures[i].patterns);
+      EXPECT_EQ(checked->signatures[i].literals, loaded->signatures[i].literals);
+      EXPECT_EQ(checked->signatures[i].requires_context, loaded->signatures[i].requires_context);
+      EXPECT_EQ(checked->signatures[i].excludes_context, loaded->signatures[i].excludes_context);
+    }
+  }
 }
 
 TEST(BuiltinCatalog, EveryLiteralIsLongEnoughForAFastScan) {
