@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cmath>
-#include <iterator>
 #include <set>
 
 namespace headroom::daemon {
@@ -239,10 +238,10 @@ constexpr const char* kCompleteAgeHelp =
 std::string_view label_name(const LabelView& label) { return label.first; }
 std::string_view label_value(const LabelView& label) { return label.second; }
 
-/// Appends the Prometheus text format to a string, exactly as prometheus-cpp's
-/// TextSerializer writes it (%.16g values, escaped label values, help as is) but
-/// without iostreams: the whole page once per sample, and at scrape time the few
-/// lines that change, into a string whose capacity is kept, so without allocating.
+/// Appends the Prometheus text format to a string, as prometheus-cpp's TextSerializer
+/// writes it (escaped label values, help as is; values in their shortest exact text where
+/// it writes 16 digits) but without iostreams: the whole page once per sample, and at
+/// scrape time the few lines that change, into strings whose capacity is kept.
 class TextWriter {
  public:
   explicit TextWriter(std::string& out) : out_(out) {}

@@ -55,8 +55,8 @@ struct LiveSink {
 /// adds the few lines that change between samples.
 class SnapshotCollector {
  public:
-  /// Renders `snapshot` (the Prometheus text format, as prometheus-cpp's TextSerializer
-  /// writes it, without iostreams), on the caller's thread: the
+  /// Renders `snapshot` (the Prometheus text format, the series prometheus-cpp's
+  /// TextSerializer writes, without iostreams), on the caller's thread: the
   /// watch loop's, once per sample, whatever the number of scrapes.
   void publish(std::shared_ptr<const Snapshot> snapshot);
   /// The sinks whose counters each scrape shows (the watch loop's, set again on reload).

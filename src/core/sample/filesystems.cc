@@ -52,7 +52,7 @@ struct PendingStatfs {
       asked.wait(lock, [this] { return requested || quit; });
       if (quit) return;
       requested = false;
-      const std::vector<std::filesystem::path> asked_paths = paths;
+      const std::vector<std::filesystem::path> asked_paths = std::move(paths);
       lock.unlock();
       std::vector<Answer> found;
       found.reserve(asked_paths.size());
