@@ -9,6 +9,7 @@
 // growth is seen while there is still time to act.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -27,9 +28,10 @@ struct FillOptions {
   /// Points needed before any estimate is published ("a few samples show a trend").
   std::size_t min_samples = 4;
   /// At most this many points enter the O(n^2) pairwise median; longer series
-  /// are thinned evenly (keeping the newest point). 64 points (2,016 slopes)
+  /// are thinned on a fixed grid of time (thin(): the oldest and newest points,
+  /// and the first point of each grid cell between them). 64 points (2,016 slopes)
   /// span a 10-minute window every ~10 s: still robust to a burst (Theil-Sen
-  /// ignores up to 29% outliers) at ~20 us per series.
+  /// ignores up to 29% outliers).
   std::size_t max_points = 64;
   /// Share of the pairwise slopes that must be negative (among non-zero ones):
   /// below it the series is noise around a level, and no ETA is published.
@@ -86,6 +88,40 @@ struct FillEstimate {
   return 0.0 - *estimate.rate;  // 0.0 - x: never -0.0 for a flat series
 }
 
+/// What the fits of one series keep between calls, so that a series that grew by a
+/// point (a watch samples every second) is not fitted from scratch: the sorted slopes
+/// between the points of each fit other than its oldest and newest. Those inner
+/// points are the same from one call to the next (thin() keeps points on a grid
+/// of time), so only the slopes of the two end points are new, and the slopes of
+/// the grid points that entered or left are merged in or taken out. The estimate
+/// is exactly the one without the cache (the same slopes, the same median).
+class FitCache {
+ public:
+  /// How the fits were served, for tests: from slopes kept as they were, kept and
+  /// updated (points entered or left), or computed anew.
+  struct Counters {
+    std::size_t reused = 0;
+    std::size_t updated = 0;
+    std::size_t rebuilt = 0;
+  };
+  [[nodiscard]] const Counters& counters() const { return counters_; }
+
+  /// The sorted slopes among one fit's inner points.
+  struct Slot {
+    std::vector<SeriesPoint> inner;
+    std::vector<double> sorted;
+    std::size_t negative = 0;
+    std::size_t positive = 0;
+    std::uint64_t used = 0;  ///< when last used (a count of lookups): the oldest is replaced
+  };
+
+ private:
+  friend struct FitCacheAccess;
+  std::vector<Slot> slots_;
+  std::uint64_t clock_ = 0;
+  Counters counters_;
+};
+
 /// The Theil-Sen slope (median of pairwise slopes) of `points`, which must be
 /// in time order; nullopt for fewer than 2 points or no time spread.
 [[nodiscard]] std::optional<double> theil_sen_slope(std::span<const SeriesPoint> points);
@@ -93,10 +129,16 @@ struct FillEstimate {
 /// Time-to-empty of `remaining` (bytes of a filesystem, MemAvailable, ...)
 /// from the points in time order. The ETA counts from the newest point and
 /// uses its value (what is left now), not the fitted line's.
+/// `cache`, when given, keeps the slopes of this series' fits for its next call
+/// (the same series, grown or slid by a few points); the estimate is the same.
 [[nodiscard]] FillEstimate fill_eta(std::span<const SeriesPoint> points,
-                                    const FillOptions& options = {});
+                                    const FillOptions& options = {}, FitCache* cache = nullptr);
 
-/// Evenly thins `points` to at most `max_points`, always keeping the newest.
+/// Thins `points` to at most `max_points` (at least 4): the oldest and the newest
+/// point, and between them the first point of each cell of a grid of time whose
+/// step is the smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten that
+/// keeps the count within `max_points`. A point kept stays kept while it and the one before it are
+/// in the series, so a sliding window's fits share their inner points.
 [[nodiscard]] std::vector<SeriesPoint> thin(std::span<const SeriesPoint> points,
                                             std::size_t max_points);
 

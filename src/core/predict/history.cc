@@ -59,7 +59,7 @@ Predictions History::predict() const {
       estimate = same->second.second;
     } else {
       const std::vector<SeriesPoint> points(series.points.begin(), series.points.end());
-      estimate = fill_eta(points, fill_);
+      estimate = fill_eta(points, fill_, &series.fits);
       if (!series.device.empty())
         by_device.insert_or_assign(series.device, std::pair{&series, estimate});
     }

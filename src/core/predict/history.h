@@ -47,6 +47,8 @@ class History {
   struct Series {
     std::string device;
     std::deque<SeriesPoint> points;
+    /// The slopes of its last fits: the next prediction, a point later, reuses them.
+    mutable FitCache fits;
   };
   void append(Series& series, double seconds, double remaining);
 

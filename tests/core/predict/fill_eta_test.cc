@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -105,12 +106,32 @@ TEST(TheilSenSlope, MedianOfPairwiseSlopes) {
 
 TEST(Thin, KeepsNewestAndBound) {
   const auto points = line(1000, 1, 1000);
-  const auto kept = thin(points, 100);
-  ASSERT_EQ(kept.size(), 100u);
-  EXPECT_DOUBLE_EQ(kept.back().seconds, points.back().seconds);
-  EXPECT_DOUBLE_EQ(kept.front().seconds, points.front().seconds);
-  for (std::size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1].seconds, kept[i].seconds);
+  for (const std::size_t max_points : {4u, 5u, 10u, 64u, 100u, 999u}) {
+    const auto kept = thin(points, max_points);
+    ASSERT_LE(kept.size(), max_points);
+    // Evenly: the grid's step is at most 4/3 of what an exact split would give.
+    EXPECT_GE(kept.size() * 4, (max_points - 3) * 3) << max_points;
+    EXPECT_DOUBLE_EQ(kept.back().seconds, points.back().seconds);
+    EXPECT_DOUBLE_EQ(kept.front().seconds, points.front().seconds);
+    for (std::size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1].seconds, kept[i].seconds);
+  }
   EXPECT_EQ(thin(points, 2000).size(), 1000u);
+}
+
+TEST(Thin, AWindowThatSlidesKeepsItsInnerPoints) {
+  // A 10-minute window at 1 Hz, a second later: the same points are kept between the ends
+  // (bar the one cell that left and the one that came), which is what lets a fit reuse
+  // the slopes among them.
+  const auto series = line(1e9, 1000, 700);
+  const std::span<const SeriesPoint> all(series);
+  const auto before = thin(all.subspan(40, 601), 64);
+  const auto after = thin(all.subspan(41, 601), 64);
+  std::size_t shared = 0;
+  for (std::size_t i = 1; i + 1 < after.size(); ++i) {
+    if (std::find(before.begin() + 1, before.end() - 1, after[i]) != before.end() - 1) ++shared;
+  }
+  EXPECT_GE(shared + 2, after.size() - 2) << "of " << after.size();
+  EXPECT_GE(after.size(), 50u);
 }
 
 TEST(FillEta, LongSeriesIsThinnedButStillRight) {
@@ -213,6 +234,105 @@ TEST(FillEta, ShortSeriesHasNoSeparateRecentEstimate) {
   const FillEstimate estimate = fill_eta(line(1000, 10, 20), recent_options());
   ASSERT_TRUE(estimate.eta_seconds);
   EXPECT_FALSE(estimate.recent);
+}
+
+/// Two numbers alike: equal, or both NaN, or both absent.
+bool alike(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b) return !a && !b;
+  return *a == *b || (std::isnan(*a) && std::isnan(*b));
+}
+
+/// The estimate field by field, doubles to the bit.
+void expect_same(const FillEstimate& a, const FillEstimate& b, const std::string& where) {
+  EXPECT_EQ(a.samples, b.samples) << where;
+  EXPECT_EQ(a.span_seconds, b.span_seconds) << where;
+  EXPECT_TRUE(alike(a.rate, b.rate)) << where;
+  EXPECT_TRUE(alike(a.eta_seconds, b.eta_seconds)) << where;
+  EXPECT_TRUE(alike(a.agreement, b.agreement)) << where;
+  EXPECT_EQ(a.recent, b.recent) << where;
+  EXPECT_EQ(a.stalled, b.stalled) << where;
+  EXPECT_EQ(a.restarted, b.restarted) << where;
+}
+
+TEST(FitCache, GivesExactlyTheEstimateOfAFitFromScratch) {
+  // Sliding windows over series of every shape watch meets (memory's random walk, a disk
+  // written in steps, level stretches, a burst, space freed at once, repeated values and
+  // instants, skipped samples), with and without thinning and the recent span: the
+  // cached fit of each window is the fit from scratch, to the bit.
+  std::mt19937_64 random(7);
+  std::normal_distribution<double> noise(0, 4e6);
+  for (const int shape : {0, 1, 2, 3}) {
+    for (const std::size_t window : {30u, 64u, 65u, 200u, 601u}) {
+      FillOptions options;
+      options.recent_seconds = shape == 3 ? 0 : static_cast<double>(window) / 4;
+      std::vector<SeriesPoint> series;
+      double level = 5e10;
+      double t = 0;
+      for (int i = 0; i < static_cast<int>(window) + 150; ++i) {
+        t += (i % 97 == 0) ? 3 : (i % 53 == 0 ? 0 : 1);  // a skipped tick, a repeated instant
+        switch (shape) {
+          case 0:
+            level += std::round(noise(random));
+            break;
+          case 1:
+            if (i % 7 == 0) level -= 3e6 * static_cast<double>(random() % 5);
+            break;
+          case 2:
+            if (i > 100 && i < 140) level -= 5e8;  // a burst
+            if (i == 160) level += 3e10;           // space freed at once
+            break;
+          default:
+            level -= (i % 3 == 0) ? 1e6 : 0;
+        }
+        series.push_back({t, level});
+      }
+      FitCache cache;
+      const std::span<const SeriesPoint> all(series);
+      for (std::size_t end = 2; end <= series.size(); ++end) {
+        const auto points = all.subspan(end > window ? end - window : 0, std::min(end, window));
+        expect_same(fill_eta(points, options, &cache), fill_eta(points, options),
+                    "shape " + std::to_string(shape) + " window " + std::to_string(window) +
+                        " end " + std::to_string(end));
+      }
+    }
+  }
+}
+
+TEST(FitCache, ASlidingWindowIsUpdatedNotRecomputed) {
+  // watch at 1 Hz with a 10-minute window: once the window is full, its fits keep most of
+  // their slopes from one sample to the next.
+  std::mt19937_64 random(11);
+  std::normal_distribution<double> noise(0, 4e6);
+  std::vector<SeriesPoint> series;
+  double level = 2e10;
+  for (int i = 0; i < 900; ++i) {
+    level += std::round(noise(random));
+    series.push_back({static_cast<double>(i), level});
+  }
+  FillOptions options;
+  options.recent_seconds = 150;
+  FitCache cache;
+  const std::span<const SeriesPoint> all(series);
+  for (std::size_t end = 601; end <= 700; ++end) {
+    (void)fill_eta(all.subspan(end - 601, 601), options, &cache);
+  }
+  const FitCache::Counters warm = cache.counters();
+  for (std::size_t end = 701; end <= 900; ++end) {
+    (void)fill_eta(all.subspan(end - 601, 601), options, &cache);
+  }
+  const std::size_t reused = cache.counters().reused - warm.reused;
+  const std::size_t updated = cache.counters().updated - warm.updated;
+  const std::size_t rebuilt = cache.counters().rebuilt - warm.rebuilt;
+  EXPECT_GE(reused + updated, 200u);
+  EXPECT_LE(rebuilt * 20, reused + updated) << reused << " reused, " << updated << " updated";
+}
+
+TEST(FitCache, ANaNIsFittedWithoutIt) {
+  auto points = line(1000, 10, 20);
+  points[5].remaining = std::nan("");
+  FitCache cache;
+  expect_same(fill_eta(points, {}, &cache), fill_eta(points), "nan");
+  EXPECT_EQ(cache.counters().rebuilt + cache.counters().updated + cache.counters().reused, 0u);
 }
 
 }  // namespace
