@@ -12,13 +12,15 @@
 namespace headroom {
 
 std::optional<std::uint64_t> Meminfo::field(std::string_view name) const {
-  const auto found = fields.find(name);
-  if (found == fields.end()) return std::nullopt;
-  return found->second;
+  for (auto line = fields.rbegin(); line != fields.rend(); ++line) {
+    if (line->first == name) return line->second;
+  }
+  return std::nullopt;
 }
 
 Result<Meminfo> parse_meminfo(std::string_view text) {
   Meminfo info;
+  info.fields.reserve(64);  // 50-60 lines on kernels of 2020-2026
   std::size_t line_number = 0;
   while (!text.empty()) {
     const std::string_view line = next_line(text);
@@ -38,7 +40,7 @@ Result<Meminfo> parse_meminfo(std::string_view text) {
     rest = trim_blanks(rest.substr(static_cast<std::size_t>(next - rest.data())));
     // Only "kB" occurs today; it has always meant KiB.
     if (rest == "kB") value *= kKiB;
-    info.fields.insert_or_assign(std::string(key), value);
+    info.fields.emplace_back(key, value);
   }
   const auto total = info.field("MemTotal");
   if (!total) return fail(Error::parse("meminfo: no MemTotal line"));

@@ -5,11 +5,11 @@
 // MemAvailable exists since Linux 3.14 (older kernels: estimated, see Meminfo).
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -27,10 +27,13 @@ struct Meminfo {
   std::uint64_t swap_total_bytes = 0;  ///< SwapTotal
   std::uint64_t swap_free_bytes = 0;   ///< SwapFree
   std::uint64_t shmem_bytes = 0;       ///< Shmem: tmpfs (/dev/shm) and shared anonymous pages
-  /// Every line: "kB" values converted to bytes, unit-less ones (HugePages_*) as is.
-  std::map<std::string, std::uint64_t, std::less<>> fields;
+  /// Every line in file order: "kB" values converted to bytes, unit-less ones
+  /// (HugePages_*) as is. A flat list, not a map: watch parses meminfo every second,
+  /// and a node per line was most of the parse.
+  std::vector<std::pair<std::string, std::uint64_t>> fields;
 
-  /// A field by its name as in the file ("Cached"), when present.
+  /// A field by its name as in the file ("Cached"), when present (the last line of
+  /// that name).
   [[nodiscard]] std::optional<std::uint64_t> field(std::string_view name) const;
 };
 
