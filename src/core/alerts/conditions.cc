@@ -66,21 +66,33 @@ std::vector<const FilesystemSample*> distinct_filesystems(const Sample& sample) 
 void usage_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
                       std::vector<AlertCondition>& out) {
   const double used = filesystem.used_percent();
-  const std::string summary = fmt::format(
-      "{} is {} full ({} free of {})", filesystem_name(filesystem), format_percent(used),
-      format_bytes(filesystem.avail_bytes), format_bytes(filesystem.total_bytes));
   for (const auto& [severity, threshold] :
        {std::pair{Severity::kWarn, config.warn_percent},
         std::pair{Severity::kCritical, config.critical_percent}}) {
-    out.push_back({"filesystem_usage", filesystem.mountpoint, severity, used >= threshold,
-                   used < threshold - config.usage_clear_margin, false, used, threshold, summary,
-                   filesystem_labels(filesystem)});
+    out.push_back({"filesystem_usage",
+                   filesystem.mountpoint,
+                   severity,
+                   used >= threshold,
+                   used < threshold - config.usage_clear_margin,
+                   false,
+                   used,
+                   threshold,
+                   {},
+                   {},
+                   [&filesystem, used](AlertCondition& condition) {
+                     condition.summary =
+                         fmt::format("{} is {} full ({} free of {})", filesystem_name(filesystem),
+                                     format_percent(used), format_bytes(filesystem.avail_bytes),
+                                     format_bytes(filesystem.total_bytes));
+                     condition.labels = filesystem_labels(filesystem);
+                   }});
   }
 }
 
+/// The time-to-full rule of a filesystem (`filesystem` set) or of memory.
 void eta_condition(const AlertConfig& config, std::string rule, std::string subject,
                    const FillEstimate* estimate, std::string what,
-                   std::map<std::string, std::string> labels, Severity severity,
+                   const FilesystemSample* filesystem, Severity severity,
                    std::vector<AlertCondition>& out) {
   const double horizon = static_cast<double>(config.eta_horizon.count());
   // A trend seen for less than eta_min_span is not stable enough to warn about.
@@ -89,12 +101,21 @@ void eta_condition(const AlertConfig& config, std::string rule, std::string subj
       estimate->span_seconds >=
           static_cast<double>(config.eta_min_span.value_or(std::chrono::seconds(0)).count());
   const double eta = known ? *estimate->eta_seconds : INFINITY;
-  const std::string summary =
-      known ? fmt::format("{} full in {} at the current rate", what, eta_text(eta))
-            : fmt::format("{} is not filling up", what);
-  out.push_back({std::move(rule), std::move(subject), severity,
-                 eta<horizon, eta> horizon * config.eta_clear_factor, false, known ? eta : -1,
-                 horizon, summary, std::move(labels)});
+  out.push_back({std::move(rule),
+                 std::move(subject),
+                 severity,
+                 eta<horizon, eta> horizon * config.eta_clear_factor,
+                 false,
+                 known ? eta : -1,
+                 horizon,
+                 {},
+                 {},
+                 [known, eta, what = std::move(what), filesystem](AlertCondition& condition) {
+                   condition.summary =
+                       known ? fmt::format("{} full in {} at the current rate", what, eta_text(eta))
+                             : fmt::format("{} is not filling up", what);
+                   if (filesystem != nullptr) condition.labels = filesystem_labels(*filesystem);
+                 }});
 }
 
 void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& filesystem,
@@ -116,12 +137,28 @@ void checkpoint_conditions(const AlertConfig& config, const FilesystemSample& fi
   const double fit = std::floor(static_cast<double>(capacity.room_bytes) /
                                 static_cast<double>(*config.checkpoint_bytes));
   const std::string summary = capacity_summary(filesystem.path, input, capacity);
-  out.push_back({"checkpoint_space", filesystem.path, Severity::kCritical,
-                 now == Severity::kCritical, margin != Severity::kCritical, false, fit, 1, summary,
-                 filesystem_labels(filesystem)});
-  out.push_back({"checkpoint_space", filesystem.path, Severity::kWarn,
-                 rank(now) >= rank(Severity::kWarn), rank(margin) < rank(Severity::kWarn), false,
-                 fit, 1, summary, filesystem_labels(filesystem)});
+  out.push_back({"checkpoint_space",
+                 filesystem.path,
+                 Severity::kCritical,
+                 now == Severity::kCritical,
+                 margin != Severity::kCritical,
+                 false,
+                 fit,
+                 1,
+                 summary,
+                 filesystem_labels(filesystem),
+                 {}});
+  out.push_back({"checkpoint_space",
+                 filesystem.path,
+                 Severity::kWarn,
+                 rank(now) >= rank(Severity::kWarn),
+                 rank(margin) < rank(Severity::kWarn),
+                 false,
+                 fit,
+                 1,
+                 summary,
+                 filesystem_labels(filesystem),
+                 {}});
 }
 
 /// "OOM kill: python3 (pid 4242) in /job.slice, rss 650.0 MiB; 2 new, 8 since boot": the
@@ -158,40 +195,78 @@ std::string filesystem_identity(const FilesystemSample& filesystem) {
 void AlertEngine::filesystem_identity_conditions(const Sample& sample,
                                                  std::vector<AlertCondition>& out) {
   for (const FilesystemSample& filesystem : sample.filesystems) {
-    const std::map<std::string, std::string> labels = filesystem_labels(filesystem);
     // A hung mount: the kernel does not answer statfs. Every process touching it
     // hangs too (a job writing a checkpoint there sleeps in D state).
-    out.push_back({"filesystem_stuck", filesystem.mountpoint, Severity::kCritical, filesystem.stuck,
-                   !filesystem.stuck, false, filesystem.stuck ? 1.0 : 0.0, 0,
-                   filesystem.stuck ? filesystem.why()
-                                    : fmt::format("{} answers again", filesystem.mountpoint),
-                   labels});
+    out.push_back({"filesystem_stuck",
+                   filesystem.mountpoint,
+                   Severity::kCritical,
+                   filesystem.stuck,
+                   !filesystem.stuck,
+                   false,
+                   filesystem.stuck ? 1.0 : 0.0,
+                   0,
+                   {},
+                   {},
+                   [&filesystem](AlertCondition& condition) {
+                     condition.summary =
+                         filesystem.stuck ? filesystem.why()
+                                          : fmt::format("{} answers again", filesystem.mountpoint);
+                     condition.labels = filesystem_labels(filesystem);
+                   }});
     if (!filesystem.ok) continue;
     // The filesystem under a watched path changed: unmounted (writes now go to the
     // disk below), or another one mounted over it. The first one seen is the one
     // meant, until a restart or a reload says otherwise.
-    const std::string now = filesystem.device + " " + filesystem.mountpoint;
-    const auto [first, added] =
-        first_filesystem_.emplace(filesystem.path, std::pair{now, filesystem_identity(filesystem)});
-    const bool changed = !added && first->second.first != now;
-    out.push_back(
-        {"filesystem_changed", filesystem.path, Severity::kWarn, changed, !changed, false,
-         changed ? 1.0 : 0.0, 0,
-         changed
-             ? fmt::format("{} is now on {}, not on {} as when watch started: "
-                           "unmounted?",
-                           filesystem.path, filesystem_identity(filesystem), first->second.second)
-             : fmt::format("{} is on {}", filesystem.path, filesystem_identity(filesystem)),
-         labels});
+    std::string now = filesystem.device + " " + filesystem.mountpoint;
+    const auto found = first_filesystem_.find(filesystem.path);
+    const bool changed = found != first_filesystem_.end() && found->second.first != now;
+    if (found == first_filesystem_.end()) {
+      first_filesystem_.emplace(filesystem.path,
+                                std::pair{std::move(now), filesystem_identity(filesystem)});
+    }
+    // What it was first seen as (a copy: the text outlives a reload's clear()).
+    std::string first = changed ? found->second.second : std::string();
+    out.push_back({"filesystem_changed",
+                   filesystem.path,
+                   Severity::kWarn,
+                   changed,
+                   !changed,
+                   false,
+                   changed ? 1.0 : 0.0,
+                   0,
+                   {},
+                   {},
+                   [&filesystem, changed, first = std::move(first)](AlertCondition& condition) {
+                     condition.summary =
+                         changed ? fmt::format(
+                                       "{} is now on {}, not on {} as when watch started: "
+                                       "unmounted?",
+                                       filesystem.path, filesystem_identity(filesystem), first)
+                                 : fmt::format("{} is on {}", filesystem.path,
+                                               filesystem_identity(filesystem));
+                     condition.labels = filesystem_labels(filesystem);
+                   }});
     if (filesystem.expect_mount) {
       const bool missing = !filesystem.is_mount;
-      out.push_back({"mount_missing", filesystem.path, Severity::kCritical, missing, !missing,
-                     false, missing ? 1.0 : 0.0, 0,
-                     missing ? fmt::format("{} is not a mount point: writes go to {}, {} free",
-                                           filesystem.path, filesystem_identity(filesystem),
-                                           format_bytes(filesystem.avail_bytes))
-                             : fmt::format("{} is mounted", filesystem.path),
-                     labels});
+      out.push_back({"mount_missing",
+                     filesystem.path,
+                     Severity::kCritical,
+                     missing,
+                     !missing,
+                     false,
+                     missing ? 1.0 : 0.0,
+                     0,
+                     {},
+                     {},
+                     [&filesystem, missing](AlertCondition& condition) {
+                       condition.summary =
+                           missing
+                               ? fmt::format("{} is not a mount point: writes go to {}, {} free",
+                                             filesystem.path, filesystem_identity(filesystem),
+                                             format_bytes(filesystem.avail_bytes))
+                               : fmt::format("{} is mounted", filesystem.path);
+                       condition.labels = filesystem_labels(filesystem);
+                     }});
     }
   }
 }
@@ -257,6 +332,7 @@ void AlertEngine::cgroup_condition(const Sample& sample, std::vector<AlertCondit
                  percent,
                  config_.warn_percent,
                  summary,
+                 {},
                  {}});
 }
 
@@ -274,16 +350,22 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                    false,
                    filesystem.ok ? 0.0 : 1.0,
                    0,
-                   filesystem.ok
-                       ? fmt::format("{} is back", filesystem.path)
-                       : fmt::format("{} cannot be watched: {}", filesystem.path, filesystem.why()),
-                   {{"path", filesystem.path}, {"role", std::string(to_string(filesystem.role))}}});
+                   {},
+                   {},
+                   [&filesystem](AlertCondition& condition) {
+                     condition.summary = filesystem.ok
+                                             ? fmt::format("{} is back", filesystem.path)
+                                             : fmt::format("{} cannot be watched: {}",
+                                                           filesystem.path, filesystem.why());
+                     condition.labels = {{"path", filesystem.path},
+                                         {"role", std::string(to_string(filesystem.role))}};
+                   }});
   }
   for (const FilesystemSample* filesystem : distinct_filesystems(sample)) {
     usage_conditions(config_, *filesystem, out);
     eta_condition(config_, "filesystem_fill_eta", filesystem->mountpoint,
                   predictions.filesystem(filesystem->path), filesystem_name(*filesystem),
-                  filesystem_labels(*filesystem), Severity::kCritical, out);
+                  filesystem, Severity::kCritical, out);
   }
   for (const FilesystemSample& filesystem : sample.filesystems) {
     if (filesystem.ok) checkpoint_conditions(config_, filesystem, out);
@@ -296,7 +378,8 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
         100.0 * left / total >= *config_.memory_eta_below_percent) {
       memory = nullptr;  // plenty available: no time-to-full warning yet
     }
-    eta_condition(config_, "memory_fill_eta", "memory", memory, "memory", {}, Severity::kWarn, out);
+    eta_condition(config_, "memory_fill_eta", "memory", memory, "memory", nullptr, Severity::kWarn,
+                  out);
   }
   if (sample.pressure) {
     const double full = sample.pressure->full_avg10;
@@ -316,6 +399,7 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                    full,
                    threshold,
                    fmt::format("memory pressure: all tasks stalled {:.1f}% of the last 10s", full),
+                   {},
                    {}});
   }
   cgroup_condition(sample, out);
@@ -349,13 +433,20 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
       last_oom_text_ = {oom_summary(victims, fresh, *ooms, subject), oom_labels(victims)};
     }
     const bool holds = last_oom_seen_ && sample.monotonic - *last_oom_seen_ < config_.oom_quiet;
-    out.push_back({"oom_kill", subject, Severity::kCritical, holds, !holds, fresh > 0,
-                   static_cast<double>(*ooms), 0,
+    out.push_back({"oom_kill",
+                   subject,
+                   Severity::kCritical,
+                   holds,
+                   !holds,
+                   fresh > 0,
+                   static_cast<double>(*ooms),
+                   0,
                    holds ? last_oom_text_.first
                          : fmt::format("no OOM kill {} for {}",
                                        subject == "system" ? "on this host" : "in " + subject,
                                        format_duration(config_.oom_quiet)),
-                   last_oom_text_.second});
+                   last_oom_text_.second,
+                   {}});
   }
   if (sample.fds && sample.fds->limit != 0 && sample.fds->limit != Limit::kUnlimited) {
     const double used =
@@ -372,6 +463,7 @@ std::vector<AlertCondition> AlertEngine::conditions(const Sample& sample,
                                                     sample.fds->open, sample.fds->limit)
                                       : fmt::format("{} of {} file descriptors open",
                                                     sample.fds->open, sample.fds->limit),
+                   {},
                    {}});
   }
   return out;
@@ -381,9 +473,15 @@ std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
                                               const Predictions& predictions) {
   std::vector<AlertEvent> events;
   std::set<std::string> seen;
-  for (const AlertCondition& condition : conditions(sample, predictions)) {
-    seen.insert(condition.key());
-    judge(condition, sample, events);
+  for (AlertCondition& condition : conditions(sample, predictions)) {
+    std::string key = condition.key();
+    // judge() has nothing to do for a condition that neither holds nor has an alert
+    // firing: its texts are not even written.
+    if (condition.holds || active_.contains(key)) {
+      if (condition.describe) condition.describe(condition);
+      judge(condition, sample, events);
+    }
+    seen.insert(std::move(key));
   }
   // Alerts whose subject is no longer measured (a dir gone, a probe failing)
   // count as clear: path_missing or the probe metrics say what happened.
@@ -406,6 +504,7 @@ std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
                        alert.last.value,
                        alert.last.threshold,
                        fmt::format("{}: no longer measured", alert.last.subject),
+                       {},
                        {}});
   }
   for (const AlertCondition& orphan : orphans) judge(orphan, sample, events);

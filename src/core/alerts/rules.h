@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -148,6 +149,10 @@ struct AlertCondition {
   double threshold = 0;
   std::string summary;
   std::map<std::string, std::string> labels;
+  /// When set, fills `summary` and `labels` (from the sample, which outlives the call).
+  /// It is called only for a condition that holds or whose alert is firing: most
+  /// conditions, most of the time, are neither, and a watch evaluates them every second.
+  std::function<void(AlertCondition&)> describe;
 
   [[nodiscard]] std::string key() const;
 };

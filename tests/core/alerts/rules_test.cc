@@ -357,6 +357,46 @@ TEST(AlertEngine, MissingPathIsReportedAndResolvesWhenBack) {
   EXPECT_EQ(kinds, (std::vector<AlertKind>{AlertKind::kFiring, AlertKind::kResolved}));
 }
 
+TEST(AlertEngine, EveryEventCarriesTheTextsAndLabelsOfItsSample) {
+  // The texts are written only for conditions that fire or resolve: each event still has
+  // its own sample's summary and labels, firing, repeated (the summary of the repeat's
+  // sample, not the first one's) and resolved.
+  AlertConfig config;
+  config.repeat_interval = std::chrono::seconds(1);
+  AlertEngine engine(config);
+  std::vector<AlertEvent> usage;
+  std::vector<AlertEvent> missing;
+  for (int i = 0; i < 12; ++i) {
+    Sample sample = at(i, i < 6 ? 4'000 + static_cast<std::uint64_t>(i) * 1'000 : 60'000);
+    if (i == 8) {
+      sample.filesystems[0].ok = false;
+      sample.filesystems[0].error = Error::from_errno(ENOENT, "/ckpt");
+    }
+    for (AlertEvent& event : engine.evaluate(sample, {})) {
+      if (event.rule == "filesystem_usage" && event.severity == Severity::kCritical) {
+        usage.push_back(std::move(event));
+      } else if (event.rule == "path_missing") {
+        missing.push_back(std::move(event));
+      }
+    }
+  }
+  ASSERT_GE(usage.size(), 3u);
+  EXPECT_EQ(usage.front().kind, AlertKind::kFiring);
+  EXPECT_EQ(usage.front().summary, "/ckpt is 96.0% full (3.9 KiB free of 97.7 KiB)");
+  EXPECT_EQ(usage.front().labels.at("mountpoint"), "/ckpt");
+  EXPECT_EQ(usage.front().labels.at("role"), "dir");
+  EXPECT_EQ(usage[1].kind, AlertKind::kRepeat);
+  EXPECT_EQ(usage[1].summary, "/ckpt is 95.0% full (4.9 KiB free of 97.7 KiB)");
+  EXPECT_EQ(usage.back().kind, AlertKind::kResolved);
+  EXPECT_EQ(usage.back().summary, "/ckpt is 40.0% full (58.6 KiB free of 97.7 KiB)");
+  EXPECT_EQ(usage.back().labels.at("fstype"), "tmpfs");
+  ASSERT_EQ(missing.size(), 2u);
+  EXPECT_NE(missing[0].summary.find("/ckpt cannot be watched"), std::string::npos);
+  EXPECT_EQ(missing[0].labels.at("path"), "/ckpt");
+  EXPECT_EQ(missing[1].kind, AlertKind::kResolved);
+  EXPECT_EQ(missing[1].summary, "/ckpt is back");
+}
+
 TEST(ValidateAlertConfig, RejectsOutOfOrderThresholds) {
   AlertConfig config;
   config.warn_percent = 96;
