@@ -1,6 +1,7 @@
 #include "core/signatures/literal_scanner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -68,10 +69,11 @@ struct LiteralScanner::Compiled {
   }
   std::vector<std::string> literals;
   LiteralSet all;
-  /// The first stage's literals, compiled when a two-stage scan is first asked for (most
-  /// logs are read in one stage: their start-up is not made longer); not compiled: one stage.
+  /// The first stage's literals, compiled by prepare() (most logs are read in one stage:
+  /// compiling them takes ~20 ms of CPU); until they are, scan_block scans in one stage.
   mutable LiteralSet first;
   mutable std::once_flag first_compiled;
+  mutable std::atomic<bool> first_ready{false};
   bool two_stages = false;          ///< asked for, and Hyperscan runs
   std::vector<std::uint8_t> whole;  ///< found by the first stage: all literals on every line
   std::size_t tail_lines = 0;
@@ -309,22 +311,17 @@ void LiteralScanner::scan_block(std::string_view block, BlockScan& out, bool all
     out.newlines = LiteralPrefilter::count_newlines(block.data(), block.data() + block.size());
     return;
   }
-  if (all_lines || !two_stage()) {
+  if (all_lines || !two_stage() || !compiled_->first_ready.load(std::memory_order_acquire)) {
     out.newlines = scan_range(compiled_->all, block, 0, block.size(), 0, out.hits);
     return;
   }
-  prepare();
 #if defined(HEADROOM_HAVE_HYPERSCAN)
-  if (compiled_->first.compiled() && !scratch_->first_room) {
+  if (!scratch_->first_room) {
     if (hs_alloc_scratch(compiled_->first.database, &scratch_->space) != HS_SUCCESS)
       throw std::bad_alloc();
     scratch_->first_room = true;
   }
 #endif
-  if (!compiled_->first.compiled()) {  // Hyperscan refused them: one stage
-    out.newlines = scan_range(compiled_->all, block, 0, block.size(), 0, out.hits);
-    return;
-  }
   out.first.clear();
   out.newlines = scan_range(compiled_->first, block, 0, block.size(), 0, out.first);
   const std::vector<LiteralHit>& first = out.first;
@@ -405,6 +402,8 @@ void LiteralScanner::prepare() const {
     hs_scratch_t* scratch = nullptr;
     compile(compiled_->first, scratch);
     if (scratch != nullptr) hs_free_scratch(scratch);
+    // Refused by Hyperscan: one stage.
+    compiled_->first_ready.store(compiled_->first.compiled(), std::memory_order_release);
 #endif
   });
 }

@@ -85,14 +85,15 @@ class LiteralScanner {
   /// Finds the literals in `block` and counts its lines in one pass: a cache-sized piece
   /// at a time, the line count reading what the matcher has just brought into cache.
   /// `block` starts a line: a literal that starts with '\n' also matches at its start.
-  /// Replaces `out`'s contents (its capacity is reused). With two stages, `all_lines` asks
-  /// for one scan of all the literals instead (out.complete then holds).
+  /// Replaces `out`'s contents (its capacity is reused). With two stages (once prepared),
+  /// `all_lines` asks for one scan of all the literals instead (out.complete then holds).
   void scan_block(std::string_view block, BlockScan& out, bool all_lines = false);
 
-  /// Whether scan_block has two stages.
+  /// Whether scan_block has two stages once prepare() has run.
   [[nodiscard]] bool two_stage() const;
-  /// Compiles the first stage's literals, which the first two-stage scan_block would do
-  /// (any copy, any thread; once): a reader may have it done while it reads the head.
+  /// Compiles the first stage's literals (once, for every copy; any thread). Until it is
+  /// done scan_block scans in one stage; it takes ~20 ms of CPU, so it pays only on a large
+  /// file (log_reader.cc has it done on a thread of its own while it reads the head).
   void prepare() const;
 
   /// The bytes an occurrence of `literal` covers from the position reported (its length,

@@ -35,6 +35,16 @@ TEST(TwoStageScan, GivesTheOneStageHitsOfEveryLineItLooksAt) {
   LiteralScanner one(literals);
   LiteralScanner two(literals, stages);
   if (!two.two_stage()) GTEST_SKIP() << "no Hyperscan: one stage";
+  {
+    BlockScan before;  // not prepared yet: one stage
+    BlockScan want;
+    const std::string text = "Killed\nNo\n/tmp/\n" + std::string(10, '\n');
+    two.scan_block(text, before);
+    one.scan_block(text, want);
+    EXPECT_EQ(before.hits.size(), want.hits.size());
+    EXPECT_TRUE(before.complete);
+  }
+  two.prepare();
   std::mt19937 random(23);
   int partial = 0;
   for (int round = 0; round < 300; ++round) {
@@ -107,6 +117,7 @@ std::string two_stage_json(const std::string& text) {
   analyzer.feed(std::string_view(text).substr(0, kChunk));
   EXPECT_TRUE(analyzer.passes_through());
   LiteralScanner scanner = analyzer.literal_scanner();
+  scanner.prepare();
   for (std::size_t at = kChunk; at < text.size(); at += kChunk) {
     const std::string_view chunk = std::string_view(text).substr(at, kChunk);
     BlockScan scan;
