@@ -277,6 +277,19 @@ Result<std::uint64_t> feed_descriptor(LogAnalyzer& analyzer, int fd, const std::
   const unsigned threads =
       std::min(options.threads == 0 ? usable_cpus() : options.threads, ReadOptions::kMaxThreads);
   const std::size_t chunk = std::max<std::size_t>(options.chunk, 1);
+  // A large plain file is scanned on several threads, in two stages once the first stage's
+  // literals are compiled: on another thread, while this one reads the head.
+  struct Joined {
+    std::optional<std::thread> thread;
+    ~Joined() {
+      if (thread) thread->join();
+    }
+  } preparing;
+  if (threads > 1 && limit != ~std::uint64_t{0} && limit - total >= options.two_stages &&
+      limit - total >= std::uint64_t{3} * chunk) {
+    preparing.thread =
+        try_start_thread([scanner = analyzer.literal_scanner()] { scanner.prepare(); });
+  }
   bool head_read = false;
   while (total < limit) {
     // Once the head is read (it decides whether the source has an envelope to undo), a

@@ -26,6 +26,10 @@ struct ReadOptions {
   /// cut: a page cut while it is being fed reads as zeros (guarded_map.h), where a read
   /// ends exactly at the cut.
   bool map = true;
+  /// A file at least this large is scanned in two stages (literal_scanner.h) once their
+  /// first stage is compiled, on a thread of its own while the head is read: that takes
+  /// ~20 ms of CPU and saves ~0.1 ms a MB.
+  std::uint64_t two_stages = std::uint64_t{256} << 20;
   static constexpr unsigned kMaxThreads = 4;
 };
 

@@ -60,6 +60,7 @@ constexpr std::size_t kJoinBytes = 512;
 /// Lines before and after a located error in which location hints count.
 constexpr std::uint64_t kBefore = 40;
 constexpr std::uint64_t kAfter = 16;
+static_assert(kBefore < kTailLines, "the two-stage scan keeps whole the lines errors look back on");
 constexpr std::size_t kMaxMarks = 256;
 constexpr std::size_t kMaxPending = 64;
 
@@ -143,7 +144,39 @@ struct CompiledCatalog {
         if (std::find(owners.begin(), owners.end(), i) == owners.end()) owners.push_back(i);
       }
     }
-    scanner = LiteralScanner(std::move(literals));
+    scanner = LiteralScanner(std::move(literals), stages());
+  }
+
+  /// The literal scan in two stages (literal_scanner.h). Location hints and markers only
+  /// count near a match that reads marks: a located error looks up to kBefore lines back for a
+  /// hint and waits up to kAfter lines for one below it; a match that a marker would cancel
+  /// waits for it. So the first stage looks for every literal but those that only hints and
+  /// markers have (117 of the built-in 625, 58 of them shorter than 8 bytes: /tmp paths,
+  /// machinery names; without them Hyperscan runs a fifth fewer instructions a byte). Every
+  /// line is scanned from kTailLines lines above a literal of a signature that reads marks,
+  /// and the last kTailLines lines of every block (the next block's errors look back into
+  /// them); a block read while a match waits for the lines below it, or in the head of a
+  /// source, is scanned again whole (process_scanned). The lines left out can then hold only
+  /// hints and markers that nothing reads: the marks an error sees, and those added after
+  /// them (which may push them out of the bounded list), are the same.
+  [[nodiscard]] LiteralScanner::Stages stages() const {
+    LiteralScanner::Stages stages;
+    if (!always.empty()) return stages;  // signatures tried on every line: one stage
+    for (std::size_t literal = 0; literal < literal_signatures.size(); ++literal) {
+      bool needed = false;
+      bool whole = false;
+      for (std::size_t index : literal_signatures[literal]) {
+        const Signature& signature = catalog.signatures[index];
+        const bool reads_marks = signature.locate || !signature.unless_followed_by.empty();
+        const bool hint = !signature.where.empty() || !signature.marker.empty();
+        needed = needed || reads_marks || !hint;
+        whole = whole || reads_marks;
+      }
+      if (needed) stages.first.push_back(literal);
+      if (whole) stages.whole.push_back(literal);
+    }
+    stages.tail_lines = kTailLines;
+    return stages;
   }
 
   /// Signature `index`'s RE2 programs, compiled when first asked for: a log matches few
@@ -271,6 +304,7 @@ class LogAnalyzer::Impl {
     }
     scan.hits.resize(kept);
     scan.newlines -= head_lines;  // the rest after the last '\n' has none
+    scan.tail = scan.tail > start ? scan.tail - start : 0;
     process_scanned(bytes.substr(start, end - start), scan);
     append_carry(bytes.substr(end));
   }
@@ -312,13 +346,17 @@ class LogAnalyzer::Impl {
 
   /// `block` holds whole lines, each ending in '\n'.
   void process_block(std::string_view block) {
-    scanner_.scan_block(block, block_scan_);
+    scanner_.scan_block(block, block_scan_, /*all_lines=*/true);
     process_scanned(block, block_scan_);
   }
 
   /// `block` holds whole lines, each ending in '\n'; `scan` is what the literal scanner found
   /// in it (hits_ takes its hits).
   void process_scanned(std::string_view block, BlockScan& scan) {
+    // A two-stage scan left out lines that only hints and markers can be found on: they count
+    // in the head of a source (every line is read there) and below a match that waits.
+    if (!scan.complete && (source_bytes_ < kPasteBytes || !pending_.empty()))
+      scanner_.scan_block(block, scan, /*all_lines=*/true);
     hits_.swap(scan.hits);
     const std::uint64_t block_lines = scan.newlines;
     if (!always_.empty()) {

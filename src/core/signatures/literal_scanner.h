@@ -7,6 +7,14 @@
 //
 // The compiled literals are shared by copies (several analyzers of one catalog); each
 // copy has its own scratch space, so copies may scan on different threads.
+//
+// Two stages (Hyperscan only, when the caller names `first` literals): scan_block looks for
+// the `first` literals alone, which is faster than all of them, and then for all of them on
+// the lines where it found one, on the block's last `tail_lines` lines, and on every line from
+// `tail_lines` lines above the first `whole` literal it found. The lines it looked at get
+// exactly the hits one scan of all the literals gives them; the others get none, so the
+// caller must know that no hit there of a literal outside `first` can matter (analyzer.cc:
+// location hints and markers only count near a located error).
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +28,8 @@
 
 namespace headroom {
 
+struct LiteralSet;
+
 /// An occurrence of a literal in a block, and the number of '\n' bytes before it there
 /// (its line's index in the block).
 struct LiteralHit {
@@ -32,10 +42,15 @@ struct LiteralHit {
 };
 
 /// What scan_block found in a block: every occurrence that lies wholly inside it, once,
-/// in (position, literal) order, and the block's '\n' count.
+/// in (position, literal) order, and the block's '\n' count. After a two-stage scan, maybe
+/// only some lines have their hits (`complete` is false): those the first stage found a
+/// literal on, and every line that starts at `tail` or after.
 struct BlockScan {
   std::vector<LiteralHit> hits;
   std::uint64_t newlines = 0;
+  bool complete = true;
+  std::size_t tail = 0;
+  std::vector<LiteralHit> first;  ///< the first stage's hits (kept for their capacity)
 };
 
 class LiteralScanner {
@@ -47,6 +62,15 @@ class LiteralScanner {
   LiteralScanner();
   /// `literals` must each be at least LiteralPrefilter::kWindow bytes long.
   explicit LiteralScanner(std::vector<std::string> literals, Engine engine = Engine::kBest);
+  /// Two stages (see above): `first` and `whole` are indexes into `literals`, `whole` a
+  /// subset of `first`. Without Hyperscan, or when `first` holds every literal, one stage.
+  struct Stages {
+    std::vector<std::size_t> first;
+    std::vector<std::size_t> whole;
+    std::size_t tail_lines = 0;
+  };
+  LiteralScanner(std::vector<std::string> literals, const Stages& stages,
+                 Engine engine = Engine::kBest);
   ~LiteralScanner();
   LiteralScanner(const LiteralScanner& other);
   LiteralScanner& operator=(const LiteralScanner& other);
@@ -61,8 +85,16 @@ class LiteralScanner {
   /// Finds the literals in `block` and counts its lines in one pass: a cache-sized piece
   /// at a time, the line count reading what the matcher has just brought into cache.
   /// `block` starts a line: a literal that starts with '\n' also matches at its start.
-  /// Replaces `out`'s contents (its capacity is reused).
-  void scan_block(std::string_view block, BlockScan& out);
+  /// Replaces `out`'s contents (its capacity is reused). With two stages (once prepared),
+  /// `all_lines` asks for one scan of all the literals instead (out.complete then holds).
+  void scan_block(std::string_view block, BlockScan& out, bool all_lines = false);
+
+  /// Whether scan_block has two stages once prepare() has run.
+  [[nodiscard]] bool two_stage() const;
+  /// Compiles the first stage's literals (once, for every copy; any thread). Until it is
+  /// done scan_block scans in one stage; it takes ~20 ms of CPU, so it pays only on a large
+  /// file (log_reader.cc has it done on a thread of its own while it reads the head).
+  void prepare() const;
 
   /// The bytes an occurrence of `literal` covers from the position reported (its length,
   /// less the leading '\n' of a line-start literal).
@@ -78,6 +110,12 @@ class LiteralScanner {
   struct Scratch;   ///< per-copy working memory
 
  private:
+  /// Appends the occurrences of `set`'s literals reported at [begin, end) of `block` (wholly
+  /// inside it), in order, their '\n' counted from `newlines` at `begin`; returns the count
+  /// at `end`.
+  std::uint64_t scan_range(const LiteralSet& set, std::string_view block, std::size_t begin,
+                           std::size_t end, std::uint64_t newlines, std::vector<LiteralHit>& hits);
+
   std::shared_ptr<const Compiled> compiled_;
   std::unique_ptr<Scratch> scratch_;
 };

@@ -119,6 +119,14 @@ TEST(ParallelRead, GivesTheDiagnosisOfOnePassWhateverTheChunkEdgesCut) {
           << threads << " threads, chunks of " << chunk;
     }
   }
+  // Scanned in two stages (literal_scanner.h): once they are compiled, every chunk is.
+  LogAnalyzer(builtin_compiled()).literal_scanner().prepare();
+  for (const std::size_t chunk : {std::size_t{997}, std::size_t{65536}, std::size_t{300000}}) {
+    ReadOptions options{2, chunk};
+    options.two_stages = 0;
+    EXPECT_EQ(as_json(read_file(path, options)), as_json(read_file(path, ReadOptions{1, chunk})))
+        << "two stages, chunks of " << chunk;
+  }
 }
 
 TEST(ParallelRead, ASignatureAcrossAChunkEdgeIsFoundOnceOnItsLine) {
