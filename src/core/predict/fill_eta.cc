@@ -71,6 +71,23 @@ struct PairSlopes {
   std::size_t positive = 0;
 };
 
+/// The slope of the line from `a` to the later `b`; nullopt at the same instant. Every
+/// slope of a fit, cached or not, is computed here: the same operations give the same bits.
+/// Always inlined: it is the inner loop of every fit, and the lean build optimizes for size.
+[[gnu::always_inline]] inline std::optional<double> slope(const SeriesPoint& a,
+                                                          const SeriesPoint& b) {
+  const double dt = b.seconds - a.seconds;
+  if (dt <= 0) return std::nullopt;
+  return (b.remaining - a.remaining) / dt;
+}
+
+void count_signs(std::span<const double> values, std::size_t& negative, std::size_t& positive) {
+  for (const double value : values) {
+    negative += value < 0 ? 1 : 0;
+    positive += value > 0 ? 1 : 0;
+  }
+}
+
 PairSlopes pairwise_slopes(std::span<const SeriesPoint> points) {
   thread_local std::vector<double> buffer;
   PairSlopes result;
@@ -79,15 +96,12 @@ PairSlopes pairwise_slopes(std::span<const SeriesPoint> points) {
   buffer.resize(n * (n - 1) / 2);
   std::size_t count = 0;
   for (std::size_t i = 0; i + 1 < n; ++i) {
-    const double t0 = points[i].seconds;
-    const double r0 = points[i].remaining;
     for (std::size_t j = i + 1; j < n; ++j) {
-      const double dt = points[j].seconds - t0;
-      if (dt <= 0) continue;  // same instant: no slope
-      const double slope = (points[j].remaining - r0) / dt;
-      buffer[count++] = slope;
-      result.negative += slope < 0 ? 1 : 0;
-      result.positive += slope > 0 ? 1 : 0;
+      const auto value = slope(points[i], points[j]);
+      if (!value) continue;
+      buffer[count++] = *value;
+      result.negative += *value < 0 ? std::size_t{1} : 0;
+      result.positive += *value > 0 ? std::size_t{1} : 0;
     }
   }
   result.slopes = std::span<double>(buffer.data(), count);
@@ -112,14 +126,6 @@ double falling_share(const PairSlopes& pairs) {
              : static_cast<double>(pairs.negative) / static_cast<double>(pairs.slopes.size());
 }
 
-/// The slope of the line from `a` to the later `b`, as pairwise_slopes computes it
-/// (the same operations, so the same bits); nullopt at the same instant.
-std::optional<double> slope(const SeriesPoint& a, const SeriesPoint& b) {
-  const double dt = b.seconds - a.seconds;
-  if (dt <= 0) return std::nullopt;
-  return (b.remaining - a.remaining) / dt;
-}
-
 /// Appends the slopes of every pair of `points` in which at least one is marked
 /// (`marked(index)`), in time order (the earlier point first), to `out`.
 template <typename Marked>
@@ -132,13 +138,6 @@ void marked_slopes(std::span<const SeriesPoint> points, const Marked& marked,
       const auto value = i < j ? slope(points[i], points[j]) : slope(points[j], points[i]);
       if (value) out.push_back(*value);
     }
-  }
-}
-
-void count_signs(std::span<const double> values, std::size_t& negative, std::size_t& positive) {
-  for (const double value : values) {
-    negative += value < 0 ? 1 : 0;
-    positive += value > 0 ? 1 : 0;
   }
 }
 
@@ -224,12 +223,11 @@ struct FitCacheAccess {
 
   static void rebuild(FitCache::Slot& slot, std::span<const SeriesPoint> inner) {
     slot.inner.assign(inner.begin(), inner.end());
-    slot.sorted.clear();
-    marked_slopes(
-        inner, [](std::size_t) { return true; }, slot.sorted);
+    const PairSlopes pairs = pairwise_slopes(inner);
+    slot.sorted.assign(pairs.slopes.begin(), pairs.slopes.end());
     std::sort(slot.sorted.begin(), slot.sorted.end());
-    slot.negative = slot.positive = 0;
-    count_signs(slot.sorted, slot.negative, slot.positive);
+    slot.negative = pairs.negative;
+    slot.positive = pairs.positive;
   }
 
   /// Takes out the slopes of the old points outside the shared run (`start`, `run`) and
