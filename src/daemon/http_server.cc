@@ -38,12 +38,13 @@ constexpr std::string_view kIndex =
 constexpr std::string_view kPlain = "text/plain; charset=utf-8";
 
 /// Writes the head for a body of `length` bytes into the reply; the body parts are the caller's.
+/// `Connection: close` unless the reply keeps the connection for the client's next request.
 void set_head(HttpReply& reply, std::string_view status, std::string_view type, std::size_t length,
               std::string_view extra = {}) {
-  const auto written = fmt::format_to_n(
-      reply.head_buffer.data(), reply.head_buffer.size(),
-      "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-      status, type, length, extra);
+  const auto written =
+      fmt::format_to_n(reply.head_buffer.data(), reply.head_buffer.size(),
+                       "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}{}\r\n", status,
+                       type, length, extra, reply.keep_alive ? "" : "Connection: close\r\n");
   reply.parts[0] =
       std::string_view(reply.head_buffer.data(), std::min(written.size, reply.head_buffer.size()));
 }
@@ -87,16 +88,69 @@ Result<Sockaddr> to_sockaddr(const std::string& address) {
   return out;
 }
 
-bool request_complete(std::string_view request) {
-  return request.find("\r\n\r\n") != std::string_view::npos ||
-         request.find("\n\n") != std::string_view::npos;
+/// The length of the first request in `buffer` up to and with its blank line, or 0 while it
+/// has not all arrived. Requests a client sends without waiting for the replies (pipelined)
+/// follow it in the buffer.
+std::size_t request_length(std::string_view buffer) {
+  for (std::size_t at = buffer.find('\n'); at != std::string_view::npos;
+       at = buffer.find('\n', at + 1)) {
+    if (at + 1 < buffer.size() && buffer[at + 1] == '\n') return at + 2;
+    if (at + 2 < buffer.size() && buffer[at + 1] == '\r' && buffer[at + 2] == '\n') return at + 3;
+  }
+  return 0;
 }
 
-/// One client connection: reading its request, then sending the reply.
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+/// Whether the connection may carry the client's next request after this one: HTTP/1.1
+/// without `Connection: close`, and no body (a GET or HEAD has none; the bytes of one would
+/// be read as the next request).
+bool keeps_connection(std::string_view request, std::string_view version) {
+  if (version != "HTTP/1.1") return false;
+  std::size_t at = request.find('\n');
+  while (at != std::string_view::npos) {
+    const std::size_t end = request.find('\n', at + 1);
+    std::string_view line =
+        request.substr(at + 1, end == std::string_view::npos ? end : end - at - 1);
+    at = end;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    if (equals_ignoring_case(name, "content-length")) {
+      if (value.find_first_not_of(" \t\r0") != std::string_view::npos) return false;
+    } else if (equals_ignoring_case(name, "transfer-encoding")) {
+      return false;
+    } else if (equals_ignoring_case(name, "connection")) {
+      while (!value.empty()) {
+        const std::size_t comma = value.find(',');
+        std::string_view token = value.substr(0, comma);
+        const std::size_t first = token.find_first_not_of(" \t\r");
+        const std::size_t last = token.find_last_not_of(" \t\r");
+        token = first == std::string_view::npos ? std::string_view()
+                                                : token.substr(first, last - first + 1);
+        if (equals_ignoring_case(token, "close")) return false;
+        value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+      }
+    }
+  }
+  return true;
+}
+
+/// One client connection: reading a request, then sending the reply; kept open for the
+/// next request when the reply says so (Prometheus scrapes over one connection).
 struct Connection {
   int fd = -1;
   bool sending = false;
+  bool served = false;       ///< has had a reply: idle between requests, it may be let go
+  bool polling_out = false;  ///< waits for the socket to take more of the reply
   std::chrono::steady_clock::time_point deadline;
+  std::chrono::steady_clock::time_point last_reply;
   std::string request;  ///< keeps its capacity from one connection to the next
   HttpReply reply;
   std::size_t sent = 0;
@@ -108,6 +162,7 @@ void prepare_reply(std::string_view request, const SnapshotCollector& collector,
   reply.page.reset();
   reply.tail.clear();
   reply.parts = {};
+  reply.keep_alive = false;
   const std::size_t line_end = request.find_first_of("\r\n");
   const std::string_view line = request.substr(0, line_end);
   const std::size_t first = line.find(' ');
@@ -119,6 +174,8 @@ void prepare_reply(std::string_view request, const SnapshotCollector& collector,
   std::string_view target = line.substr(first + 1, second - first - 1);
   target = target.substr(0, target.find('?'));
   const bool head = method == "HEAD";
+  reply.keep_alive =
+      (head || method == "GET") && keeps_connection(request, line.substr(second + 1));
   if (method != "GET" && !head) {
     return respond(reply, "405 Method Not Allowed", kPlain, "only GET and HEAD\n", false,
                    "Allow: GET, HEAD\r\n");
@@ -176,6 +233,8 @@ struct HttpServer::State {
     ::close(connection.fd);  // leaves the epoll set with it
     connection.fd = -1;
     connection.sending = false;
+    connection.served = false;
+    connection.polling_out = false;
     connection.request.clear();
     connection.reply.page.reset();
     connection.sent = 0;
@@ -183,8 +242,10 @@ struct HttpServer::State {
     if (!paused_until) watch_listener(true);
   }
 
-  /// Sends what the socket takes; closes the connection once all is sent or on an error.
-  void send_reply(Connection& connection) {
+  /// Sends what the socket takes. True when the whole reply went and the connection now
+  /// waits for the client's next request; false when it waits for the socket to take more,
+  /// or was closed (all sent without keep-alive, or an error).
+  bool send_reply(Connection& connection) {
     const std::size_t total = connection.reply.size();
     while (connection.sent < total) {
       std::array<iovec, 3> vectors{};
@@ -204,37 +265,93 @@ struct HttpServer::State {
       const ssize_t sent = ::sendmsg(connection.fd, &message, MSG_NOSIGNAL);
       if (sent < 0 && errno == EINTR) continue;
       if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        epoll_event event{};
-        event.events = EPOLLOUT;
-        event.data.u64 = static_cast<std::uint64_t>(&connection - connections.data());
-        ::epoll_ctl(epoll, EPOLL_CTL_MOD, connection.fd, &event);
-        return;
+        if (!connection.polling_out) poll_for(connection, EPOLLOUT);
+        return false;
       }
       if (sent <= 0) break;
       connection.sent += static_cast<std::size_t>(sent);
     }
-    close_connection(connection);
+    if (connection.sent < total || !connection.reply.keep_alive) {
+      close_connection(connection);
+      return false;
+    }
+    connection.request.erase(0, request_length(connection.request));
+    connection.sending = false;
+    connection.sent = 0;
+    connection.reply.page.reset();
+    connection.served = true;
+    connection.last_reply = std::chrono::steady_clock::now();
+    if (connection.polling_out) poll_for(connection, EPOLLIN);
+    // A client waiting in the backlog may now take this connection's slot.
+    if (!paused_until) watch_listener(true);
+    return true;
+  }
+
+  void poll_for(Connection& connection, std::uint32_t events) {
+    epoll_event event{};
+    event.events = events;
+    event.data.u64 = static_cast<std::uint64_t>(&connection - connections.data());
+    ::epoll_ctl(epoll, EPOLL_CTL_MOD, connection.fd, &event);
+    connection.polling_out = events == EPOLLOUT;
+  }
+
+  /// Replies to each whole request the connection has in its buffer, in order, until one
+  /// waits for the socket or the buffer holds none: then the connection waits for more.
+  void serve_requests(Connection& connection) {
+    for (;;) {
+      const std::size_t length = request_length(connection.request);
+      const auto now = std::chrono::steady_clock::now();
+      if (length == 0) {
+        connection.deadline =
+            now + (connection.request.empty() ? options.idle_timeout : options.request_timeout);
+        return;
+      }
+      prepare_reply(std::string_view(connection.request).substr(0, length), *collector,
+                    connection.reply);
+      connection.sending = true;
+      connection.deadline = now + kSendTimeout;
+      if (!send_reply(connection)) return;
+    }
   }
 
   /// Reads what has arrived of the request; once it is whole, replies.
   void read_request(Connection& connection) {
     char buffer[2048];
-    while (!request_complete(connection.request)) {
+    while (request_length(connection.request) == 0) {
       if (connection.request.size() > kMaxRequest) return close_connection(connection);
       const ssize_t got = ::recv(connection.fd, buffer, sizeof buffer, 0);
       if (got < 0 && errno == EINTR) continue;
       if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // wait for more
       if (got <= 0) return close_connection(connection);
+      if (connection.served && connection.request.empty()) {
+        // The next request has begun: it has the request timeout to arrive whole.
+        connection.deadline = std::chrono::steady_clock::now() + options.request_timeout;
+      }
       connection.request.append(buffer, static_cast<std::size_t>(got));
     }
-    prepare_reply(connection.request, *collector, connection.reply);
-    connection.sending = true;
-    connection.deadline = std::chrono::steady_clock::now() + kSendTimeout;
-    send_reply(connection);
+    serve_requests(connection);
+  }
+
+  /// The connection idle between requests for longest, or nullptr when none is.
+  Connection* longest_idle() {
+    Connection* oldest = nullptr;
+    for (Connection& connection : connections) {
+      if (connection.fd < 0 || !connection.served || connection.sending ||
+          !connection.request.empty()) {
+        continue;
+      }
+      if (oldest == nullptr || connection.last_reply < oldest->last_reply) oldest = &connection;
+    }
+    return oldest;
   }
 
   void accept_clients() {
-    while (open < connections.size()) {
+    for (;;) {
+      Connection* idle = open < connections.size() ? nullptr : longest_idle();
+      if (open == connections.size() && idle == nullptr) {
+        watch_listener(false);  // every slot busy: the next client waits in the backlog
+        return;
+      }
       const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (client < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -245,6 +362,9 @@ struct HttpServer::State {
         }
         return;
       }
+      // A client is here and every slot is taken: the connection idle longest makes room
+      // (a client must expect an idle connection to close; Prometheus opens a new one).
+      if (idle != nullptr) close_connection(*idle);
       const auto slot = std::find_if(connections.begin(), connections.end(),
                                      [](const Connection& c) { return c.fd < 0; });
       Connection& connection = *slot;
@@ -260,7 +380,6 @@ struct HttpServer::State {
       }
       read_request(connection);  // the request has usually arrived with the connection
     }
-    watch_listener(false);  // every slot taken: the next client waits in the backlog
   }
 
   /// Closes the connections past their deadline; the milliseconds until the next one
@@ -303,7 +422,7 @@ struct HttpServer::State {
         Connection& connection = connections[key];
         if (connection.fd < 0) continue;  // closed earlier in this batch
         if (connection.sending) {
-          send_reply(connection);
+          if (send_reply(connection)) serve_requests(connection);
         } else {
           read_request(connection);
         }

@@ -4,13 +4,17 @@
 // exporter has), over IPv4 or IPv6. Not prometheus-cpp's Exposer: Debian
 // builds its civetweb without IPv6, and this is all an exporter needs.
 //
-// One thread and one epoll set serve every connection, each non-blocking, every
-// response `Connection: close`. Idle, the thread sleeps in epoll_wait with no
-// timeout: it wakes only for a connection (bench/RESULTS-watch.md). A request
-// that has not arrived within the request timeout, or is larger than 8 KiB, is
-// dropped, and a response not taken within 10 s is given up, so idle or slow
-// clients (a port scanner, half-open connections) hold one of `max_connections`
-// slots for that long at most; the others are served meanwhile.
+// One thread and one epoll set serve every connection, each non-blocking. Idle,
+// the thread sleeps in epoll_wait: it wakes only for a client (bench/RESULTS-watch.md).
+// An HTTP/1.1 connection stays open for the client's next request, as Prometheus
+// scrapes (one connection per target, kept between scrapes), unless the request
+// says `Connection: close` or has a body; requests sent without waiting for the
+// replies are answered in order. A request that has not arrived within the request
+// timeout, or is larger than 8 KiB, is dropped, and a response not taken within
+// 10 s is given up, so idle or slow clients (a port scanner, half-open connections)
+// hold one of `max_connections` slots for that long at most; the others are served
+// meanwhile. A connection idle between requests is closed after the idle timeout,
+// or at once, the longest idle first, when a new client finds every slot taken.
 //
 // A scrape allocates nothing in steady state: the page is the text the collector
 // rendered at the last sample, sent from the collector's buffer, and the few
@@ -29,6 +33,9 @@ namespace headroom::daemon {
 struct HttpOptions {
   int max_connections = 64;
   std::chrono::milliseconds request_timeout{2000};
+  /// How long a connection may wait for its next request (Prometheus keeps its own
+  /// idle connections 5 minutes; a scrape interval is at most a few).
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
 };
 
 class HttpServer {
@@ -61,6 +68,7 @@ struct HttpReply {
   std::shared_ptr<const std::string> page;  ///< keeps the body of /metrics alive
   std::string tail;                         ///< scrape-time lines of /metrics
   std::array<std::string_view, 3> parts;    ///< head, body, tail
+  bool keep_alive = false;  ///< the connection stays open for the client's next request
 
   [[nodiscard]] std::size_t size() const {
     return parts[0].size() + parts[1].size() + parts[2].size();

@@ -32,6 +32,9 @@ TEST(HttpResponse, MetricsIndexAndTheRest) {
             "HTTP/1.1 200 OK");
   const std::string head = http_response("HEAD /metrics HTTP/1.0\r\n", collector);
   EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "");
+  // HTTP/1.1 keeps the connection for the next scrape; HTTP/1.0 closes it.
+  EXPECT_EQ(metrics.find("Connection:"), std::string::npos);
+  EXPECT_NE(head.find("Connection: close\r\n"), std::string::npos);
 
   const std::string index = http_response("GET / HTTP/1.1\r\n", collector);
   EXPECT_EQ(status_line(index), "HTTP/1.1 200 OK");
