@@ -1,9 +1,11 @@
 #include "core/syscalls.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,9 +48,9 @@ double FsStats::inodes_used_percent() const {
   return 100.0 * static_cast<double>(used) / static_cast<double>(total_inodes);
 }
 
-Result<FsStats> RealSyscalls::statvfs(const std::filesystem::path& path) const {
-  struct statvfs raw {};
-  if (::statvfs(path.c_str(), &raw) != 0) return fail(Error::from_errno(errno, path.string()));
+namespace {
+
+FsStats to_stats(const struct statvfs& raw) {
   const std::uint64_t fragment = raw.f_frsize != 0 ? raw.f_frsize : raw.f_bsize;
   FsStats stats;
   stats.total_bytes = static_cast<std::uint64_t>(raw.f_blocks) * fragment;
@@ -58,6 +60,28 @@ Result<FsStats> RealSyscalls::statvfs(const std::filesystem::path& path) const {
   stats.free_inodes = raw.f_favail;
   stats.read_only = (raw.f_flag & ST_RDONLY) != 0;
   return stats;
+}
+
+}  // namespace
+
+Result<FsStats> RealSyscalls::statvfs(const std::filesystem::path& path) const {
+  struct statvfs raw {};
+  if (::statvfs(path.c_str(), &raw) != 0) return fail(Error::from_errno(errno, path.string()));
+  return to_stats(raw);
+}
+
+std::optional<FsStats> RealSyscalls::statvfs_no_symlinks(const std::filesystem::path& path) const {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const auto fd =
+      static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+  if (fd < 0) return std::nullopt;  // ELOOP: a symlink; ENOSYS: a kernel before 5.6
+  struct statvfs raw {};
+  const int measured = ::fstatvfs(fd, &raw);
+  ::close(fd);
+  if (measured != 0) return std::nullopt;
+  return to_stats(raw);
 }
 
 std::chrono::system_clock::time_point RealSyscalls::now() const {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 
@@ -63,6 +64,14 @@ class Syscalls {
   virtual ~Syscalls() = default;
   /// statvfs(2) of the filesystem holding `path`.
   [[nodiscard]] virtual Result<FsStats> statvfs(const std::filesystem::path& path) const = 0;
+  /// statvfs of the filesystem holding `path`, looked up without following any symlink
+  /// (openat2 RESOLVE_NO_SYMLINKS, then fstatvfs): nullopt when a component is a symlink or
+  /// the lookup fails for any other reason, and the caller must resolve the path itself.
+  /// A seam that cannot do it (a test's) says nullopt.
+  [[nodiscard]] virtual std::optional<FsStats> statvfs_no_symlinks(
+      const std::filesystem::path& /*path*/) const {
+    return std::nullopt;
+  }
   /// Wall-clock time.
   [[nodiscard]] virtual std::chrono::system_clock::time_point now() const = 0;
   /// Monotonic time, for rates.
@@ -87,6 +96,8 @@ class Syscalls {
 class RealSyscalls final : public Syscalls {
  public:
   [[nodiscard]] Result<FsStats> statvfs(const std::filesystem::path& path) const override;
+  [[nodiscard]] std::optional<FsStats> statvfs_no_symlinks(
+      const std::filesystem::path& path) const override;
   [[nodiscard]] std::chrono::system_clock::time_point now() const override;
   [[nodiscard]] std::chrono::steady_clock::time_point monotonic() const override;
   [[nodiscard]] Result<Limit> open_files_limit() const override;

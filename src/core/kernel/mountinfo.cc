@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 
 namespace headroom {
@@ -141,6 +143,26 @@ const MountEntry* find_mount(const std::vector<MountEntry>& mounts,
     if (best == nullptr || mount.mount_point.size() >= best->mount_point.size()) best = &mount;
   }
   return best;
+}
+
+bool lookup_stays_local(const std::vector<MountEntry>& mounts,
+                        const std::filesystem::path& host_path) {
+  // Block devices and memory only: statfs reads counters in memory and a lookup reads
+  // cached or local directory blocks.
+  static constexpr std::array<std::string_view, 10> kLocal = {
+      "tmpfs", "devtmpfs", "ramfs", "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat"};
+  if (!host_path.is_absolute()) return false;
+  for (const std::filesystem::path& part : host_path) {
+    if (part == "..") return false;
+  }
+  const std::string path = host_path.lexically_normal().string();
+  bool found = false;
+  for (const MountEntry& mount : mounts) {
+    if (!is_prefix_path(mount.mount_point, path)) continue;
+    if (std::find(kLocal.begin(), kLocal.end(), mount.fstype) == kLocal.end()) return false;
+    found = true;
+  }
+  return found;
 }
 
 }  // namespace headroom

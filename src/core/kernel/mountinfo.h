@@ -42,5 +42,13 @@ struct MountEntry {
 /// The mount that holds `host_path` (the last mounted on the longest matching prefix).
 [[nodiscard]] const MountEntry* find_mount(const std::vector<MountEntry>& mounts,
                                            const std::filesystem::path& host_path);
+/// Whether looking `host_path` up, following no symlink, reads only filesystems that
+/// answer from memory or a local disk (tmpfs, ext4, xfs, btrfs, ...), never a server or a
+/// user-space daemon (NFS, CIFS, Lustre, FUSE, autofs, an overlay whose layers may be
+/// anywhere): every mount on the path or one of its directories, hidden or not, is of such
+/// a type. A lookup of such a path cannot hang on a dead server. False for a relative path
+/// or one with a "..".
+[[nodiscard]] bool lookup_stays_local(const std::vector<MountEntry>& mounts,
+                                      const std::filesystem::path& host_path);
 
 }  // namespace headroom

@@ -166,7 +166,8 @@ struct SampleOptions {
   /// is not (unmounted: the job would write to the disk below).
   std::vector<std::filesystem::path> mounts;
   bool temp_dir = true;  ///< $TMPDIR, else /tmp
-  /// Each filesystem's statfs runs off the sampling thread; one that has not answered in
+  /// A filesystem's statfs runs off the sampling thread unless its lookup stays on local
+  /// filesystems (tmpfs, ext4, xfs, ...) with no symlink; one that has not answered in
   /// this long is reported stuck (and not asked again until it answers), and the sample
   /// goes on without it: one hung NFS or FUSE mount must not freeze every metric.
   std::chrono::milliseconds probe_timeout{2000};
@@ -214,8 +215,9 @@ class StatfsProber {
 /// such a change goes unseen.
 struct SampleMemo {
   MountTable mounts;
-  /// The statfs probe of each watched filesystem, by mount point. One that did not answer
-  /// in time is still in its statfs and is not asked again until it answers.
+  /// The statfs probe of each watched filesystem not measured on the sampling thread, by
+  /// mount point. One that did not answer in time is still in its statfs and is not asked
+  /// again until it answers.
   std::map<std::string, StatfsProber> probers;
   OpenFiles files;  ///< meminfo, PSI, vmstat, cgroup files: kept open, read from offset 0
   struct ShmFile {

@@ -10,10 +10,11 @@
 
 namespace headroom {
 
-/// statvfs + the mount of every watched path ("filesystem" probe), each filesystem on a
-/// thread of its own, kept in `probers` (by mount point) from one sample to the next: one
-/// that has not answered within `timeout` is reported stuck until it answers, never asked
-/// twice at once.
+/// statvfs + the mount of every watched path ("filesystem" probe). A path whose lookup stays
+/// on local filesystem types and crosses no symlink is measured here; any other, by
+/// filesystem, on a thread of its own, kept in `probers` (by mount point) from one sample to
+/// the next: one that has not answered within `timeout` is reported stuck until it answers,
+/// never asked twice at once.
 void sample_filesystems(const Context& context, const std::vector<WatchedPath>& paths,
                         const Result<const std::vector<MountEntry>*>& mounts,
                         std::chrono::milliseconds timeout,

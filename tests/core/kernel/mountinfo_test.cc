@@ -51,5 +51,34 @@ TEST(FindMount, PicksTheLastMountOnTheLongestPrefix) {
   EXPECT_EQ(find_mount(*mounts, "/home/user")->mount_id, 27);
 }
 
+// Which paths the watch may statfs on its sampling thread: only those whose lookup cannot
+// reach a server or a user-space daemon (sample/filesystems.cc).
+TEST(LookupStaysLocal, EveryMountOnTheWayIsOfALocalType) {
+  const std::string table = std::string(kMountinfo) +
+                            "50 27 0:50 / /mnt/nfs rw - nfs4 srv:/export rw,vers=4.2\n"
+                            "51 27 0:51 / /home/u/remote rw - fuse.sshfs u@h:/ rw\n"
+                            "52 27 0:52 / /var/lib/docker/x/merged rw - overlay overlay rw\n"
+                            "53 27 0:53 / /net rw - autofs /etc/auto.net rw\n"
+                            "54 27 0:54 / /scratch rw - nfs srv:/scratch rw\n"
+                            "55 54 0:55 / /scratch rw - ext4 /dev/vdb rw\n"
+                            "56 27 0:56 / /data rw - xfs /dev/vdc rw\n";
+  auto mounts = parse_mountinfo(table);
+  ASSERT_TRUE(mounts);
+  for (const char* local : {"/", "/dev/shm", "/dev/shm/", "/data/ckpt", "/mnt/nfs2/x", "/tmp/./x",
+                            "/mnt/with space/a", "/home/u/remote2"}) {
+    EXPECT_TRUE(lookup_stays_local(*mounts, local)) << local;
+  }
+  for (const char* remote :
+       {"/mnt/nfs", "/mnt/nfs/run1", "/home/u/remote/ckpt", "/var/lib/docker/x/merged/tmp",
+        "/net/host/data",
+        // An ext4 mounted over an NFS mount: a lookup of /scratch still starts on the NFS one.
+        "/scratch/run",
+        // ".." may climb out of a local path into anything; a relative path has no mounts.
+        "/data/../mnt/nfs", "/data/..", "data/ckpt"}) {
+    EXPECT_FALSE(lookup_stays_local(*mounts, remote)) << remote;
+  }
+  EXPECT_FALSE(lookup_stays_local({}, "/data"));  // no table: nothing is known
+}
+
 }  // namespace
 }  // namespace headroom

@@ -1,12 +1,14 @@
 // Issue 21, item 1: one hung mount must not freeze the sample. statvfs of one
 // filesystem blocks (as on a dead NFS server) until the test releases it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "core/kernel/mountinfo.h"
 #include "core/sample/sample.h"
 #include "core/syscalls.h"
 
@@ -104,9 +106,11 @@ TEST(SampleFilesystems, AHungMountIsStuckAndEverythingElseIsMeasured) {
   EXPECT_EQ(memo.probers.size(), 2u);  // "/" and "/proc", each on its own thread
 }
 
-/// Real statfs, and the thread each one ran on.
+/// Real statfs, and the thread each one ran on; with `no_symlinks`, the lookup without
+/// symlinks too (a seam without it says nullopt).
 class RecordingSyscalls final : public Syscalls {
  public:
+  explicit RecordingSyscalls(bool no_symlinks = false) : no_symlinks_(no_symlinks) {}
   [[nodiscard]] Result<FsStats> statvfs(const std::filesystem::path& path) const override {
     {
       std::lock_guard lock(mutex_);
@@ -114,6 +118,23 @@ class RecordingSyscalls final : public Syscalls {
       ++calls_;
     }
     return real_.statvfs(path);
+  }
+  [[nodiscard]] std::optional<FsStats> statvfs_no_symlinks(
+      const std::filesystem::path& path) const override {
+    if (!no_symlinks_) return std::nullopt;
+    {
+      std::lock_guard lock(mutex_);
+      here_threads_.insert(std::this_thread::get_id());
+    }
+    return real_.statvfs_no_symlinks(path);
+  }
+  [[nodiscard]] std::set<std::thread::id> here_threads() const {
+    std::lock_guard lock(mutex_);
+    return here_threads_;
+  }
+  [[nodiscard]] std::set<std::thread::id> statvfs_threads() const {
+    std::lock_guard lock(mutex_);
+    return threads_;
   }
   [[nodiscard]] std::chrono::system_clock::time_point now() const override { return real_.now(); }
   [[nodiscard]] std::chrono::steady_clock::time_point monotonic() const override {
@@ -134,8 +155,10 @@ class RecordingSyscalls final : public Syscalls {
 
  private:
   RealSyscalls real_;
+  bool no_symlinks_;
   mutable std::mutex mutex_;
   mutable std::set<std::thread::id> threads_;
+  mutable std::set<std::thread::id> here_threads_;
   mutable int calls_ = 0;
 };
 
@@ -161,6 +184,87 @@ TEST(SampleFilesystems, ALongWatchStartsOneThreadPerFilesystemNotOnePerSample) {
   ASSERT_TRUE(take_sample(context, options, &memo));
   EXPECT_EQ(memo.probers.size(), 1u);
   EXPECT_EQ(memo.probers.count("/"), 0u);
+}
+
+// A dir whose lookup stays on local filesystems and crosses no symlink is measured on the
+// sampling thread, with the answer its thread would give; /proc (not a local type) and a
+// path through a symlink still go to a thread of their own.
+TEST(SampleFilesystems, ALocalPathIsMeasuredOnTheSamplingThread) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("statfs-here-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real");
+  std::filesystem::create_directory_symlink("real", dir / "link");
+  const Context live{SysRoot("/"), nullptr, {}, "/", "self"};
+  auto table = read_mountinfo(live);
+  ASSERT_TRUE(table) << table.error().message;
+  if (!lookup_stays_local(*table, dir)) {
+    GTEST_SKIP() << dir << " is not on a local filesystem type here";
+  }
+  SampleOptions options;
+  options.dirs = {dir / "real", "/proc"};
+  options.temp_dir = false;
+  options.shm = false;
+  options.shm_stale = false;
+
+  RecordingSyscalls syscalls(true);
+  const Context context{SysRoot("/"), &syscalls, {}, "/", "self"};
+  SampleMemo memo;
+  auto sample = take_sample(context, options, &memo);
+  ASSERT_TRUE(sample) << sample.error().message;
+  EXPECT_EQ(syscalls.here_threads(), std::set{std::this_thread::get_id()});
+  EXPECT_EQ(syscalls.calls(), 1);  // /proc only, on its thread
+  EXPECT_EQ(syscalls.statvfs_threads().count(std::this_thread::get_id()), 0u);
+  EXPECT_EQ(memo.probers.size(), 1u);
+  EXPECT_EQ(memo.probers.count("/proc"), 1u);
+
+  // The same answer as a thread resolving the path gives.
+  RecordingSyscalls threaded;
+  const Context resolving{SysRoot("/"), &threaded, {}, "/", "self"};
+  auto reference = take_sample(resolving, options, nullptr);
+  ASSERT_TRUE(reference);
+  EXPECT_EQ(threaded.calls(), 2);
+  for (const auto* path : {"real", "/proc"}) {
+    const std::string name = path[0] == '/' ? path : (dir / path).string();
+    const FilesystemSample& here = find(*sample, name);
+    const FilesystemSample& there = find(*reference, name);
+    ASSERT_TRUE(here.ok && there.ok) << here.why() << there.why();
+    EXPECT_EQ(here.total_bytes, there.total_bytes);
+    EXPECT_EQ(here.mountpoint, there.mountpoint);
+    EXPECT_EQ(here.fstype, there.fstype);
+    EXPECT_EQ(here.device, there.device);
+    EXPECT_EQ(here.is_mount, there.is_mount);
+  }
+
+  // Through a symlink: resolved on the group's thread, as before.
+  options.dirs = {dir / "link"};
+  RecordingSyscalls linked(true);
+  const Context through{SysRoot("/"), &linked, {}, "/", "self"};
+  SampleMemo linked_memo;
+  auto via_link = take_sample(through, options, &linked_memo);
+  ASSERT_TRUE(via_link);
+  EXPECT_TRUE(find(*via_link, (dir / "link").string()).ok);
+  EXPECT_EQ(linked.calls(), 1);
+  EXPECT_EQ(linked.statvfs_threads().count(std::this_thread::get_id()), 0u);
+  EXPECT_EQ(linked_memo.probers.size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RealSyscalls, StatvfsWithoutSymlinksRefusesASymlinkOnTheWay) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("no-symlinks-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real" / "sub");
+  std::filesystem::create_directory_symlink("real", dir / "link");
+  const RealSyscalls syscalls;
+  const auto direct = syscalls.statvfs_no_symlinks(dir / "real" / "sub");
+  ASSERT_TRUE(direct);
+  EXPECT_EQ(direct->total_bytes, syscalls.statvfs(dir / "real")->total_bytes);
+  EXPECT_FALSE(syscalls.statvfs_no_symlinks(dir / "link"));
+  EXPECT_FALSE(syscalls.statvfs_no_symlinks(dir / "link" / "sub"));
+  EXPECT_FALSE(syscalls.statvfs_no_symlinks(dir / "missing"));
+  EXPECT_FALSE(syscalls.statvfs_no_symlinks("/proc/self/cwd"));  // a magic link
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WatchedPaths, ATrailingSlashIsTheSameDir) {
