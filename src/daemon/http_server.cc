@@ -23,6 +23,9 @@ namespace headroom::daemon {
 namespace {
 
 constexpr std::size_t kMaxRequest = 8192;
+/// SO_SNDBUF of a client's socket (the kernel doubles it): a page of a few hundred series
+/// goes in one call, and a client that pipelines requests and reads nothing holds this much.
+constexpr int kSendBuffer = 64 * 1024;
 /// How long a client may take to read its response once the request is in.
 constexpr std::chrono::seconds kSendTimeout{10};
 
@@ -88,11 +91,27 @@ Result<Sockaddr> to_sockaddr(const std::string& address) {
   return out;
 }
 
+/// Where the first request in `buffer` begins: past empty lines before it, which a server
+/// ignores (RFC 9112 2.2).
+std::size_t request_start(std::string_view buffer) {
+  std::size_t at = 0;
+  for (;;) {
+    if (buffer.substr(at).starts_with('\n')) {
+      at += 1;
+    } else if (buffer.substr(at).starts_with("\r\n")) {
+      at += 2;
+    } else {
+      return at;
+    }
+  }
+}
+
 /// The length of the first request in `buffer` up to and with its blank line, or 0 while it
 /// has not all arrived. Requests a client sends without waiting for the replies (pipelined)
 /// follow it in the buffer.
 std::size_t request_length(std::string_view buffer) {
-  for (std::size_t at = buffer.find('\n'); at != std::string_view::npos;
+  const std::size_t start = request_start(buffer);
+  for (std::size_t at = buffer.find('\n', start); at != std::string_view::npos;
        at = buffer.find('\n', at + 1)) {
     if (at + 1 < buffer.size() && buffer[at + 1] == '\n') return at + 2;
     if (at + 2 < buffer.size() && buffer[at + 1] == '\r' && buffer[at + 2] == '\n') return at + 3;
@@ -107,39 +126,74 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
          });
 }
 
-/// Whether the connection may carry the client's next request after this one: HTTP/1.1
-/// without `Connection: close`, and no body (a GET or HEAD has none; the bytes of one would
-/// be read as the next request).
-bool keeps_connection(std::string_view request, std::string_view version) {
-  if (version != "HTTP/1.1") return false;
-  std::size_t at = request.find('\n');
-  while (at != std::string_view::npos) {
-    const std::size_t end = request.find('\n', at + 1);
-    std::string_view line =
-        request.substr(at + 1, end == std::string_view::npos ? end : end - at - 1);
-    at = end;
+std::string_view trimmed(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+/// What the server reads of a request: its line, and whether the connection may carry the
+/// client's next request after it.
+struct RequestHead {
+  std::string_view method;
+  std::string_view target;
+  bool keep_alive = false;
+};
+
+/// The request line and header fields of one request (the text up to its blank line), or
+/// nullopt when it is malformed: a request line that is not METHOD SP TARGET SP HTTP/x, a
+/// field line without a colon or with space in or after its name, a folded line, a bare CR.
+/// Such a request would be read otherwise by a proxy in front (RFC 9112 5.1: answer 400).
+/// The connection is kept for HTTP/1.1 without `Connection: close` and without a body (a
+/// GET or HEAD has none; the bytes of one would be read as the next request).
+std::optional<RequestHead> parse_head(std::string_view request) {
+  request.remove_prefix(request_start(request));
+  RequestHead head;
+  bool keep_alive = true;
+  for (std::size_t number = 0; !request.empty(); ++number) {
+    const std::size_t end = request.find('\n');
+    std::string_view line = request.substr(0, end);
+    request.remove_prefix(end == std::string_view::npos ? request.size() : end + 1);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (line.find('\r') != std::string_view::npos) return std::nullopt;
+    if (number == 0) {
+      const std::size_t first = line.find(' ');
+      const std::size_t second =
+          first == std::string_view::npos ? first : line.find(' ', first + 1);
+      if (second == std::string_view::npos || first == 0 || second == first + 1)
+        return std::nullopt;
+      const std::string_view version = line.substr(second + 1);
+      if (!version.starts_with("HTTP/") || version.find(' ') != std::string_view::npos) {
+        return std::nullopt;
+      }
+      head.method = line.substr(0, first);
+      head.target = line.substr(first + 1, second - first - 1);
+      keep_alive = version == "HTTP/1.1";
+      continue;
+    }
+    if (line.empty()) break;  // the blank line
     const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
+    if (colon == std::string_view::npos || colon == 0 ||
+        line.substr(0, colon).find_first_of(" \t") != std::string_view::npos) {
+      return std::nullopt;  // also a folded line, which starts with a space
+    }
     const std::string_view name = line.substr(0, colon);
-    std::string_view value = line.substr(colon + 1);
+    std::string_view value = trimmed(line.substr(colon + 1));
     if (equals_ignoring_case(name, "content-length")) {
-      if (value.find_first_not_of(" \t\r0") != std::string_view::npos) return false;
+      if (value.find_first_not_of('0') != std::string_view::npos) keep_alive = false;
     } else if (equals_ignoring_case(name, "transfer-encoding")) {
-      return false;
+      keep_alive = false;
     } else if (equals_ignoring_case(name, "connection")) {
       while (!value.empty()) {
         const std::size_t comma = value.find(',');
-        std::string_view token = value.substr(0, comma);
-        const std::size_t first = token.find_first_not_of(" \t\r");
-        const std::size_t last = token.find_last_not_of(" \t\r");
-        token = first == std::string_view::npos ? std::string_view()
-                                                : token.substr(first, last - first + 1);
-        if (equals_ignoring_case(token, "close")) return false;
+        if (equals_ignoring_case(trimmed(value.substr(0, comma)), "close")) keep_alive = false;
         value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
       }
     }
   }
-  return true;
+  if (head.method.empty()) return std::nullopt;  // no request line at all
+  head.keep_alive = keep_alive;
+  return head;
 }
 
 /// One client connection: reading a request, then sending the reply; kept open for the
@@ -149,6 +203,7 @@ struct Connection {
   bool sending = false;
   bool served = false;       ///< has had a reply: idle between requests, it may be let go
   bool polling_out = false;  ///< waits for the socket to take more of the reply
+  bool closing = false;      ///< the last reply is sent: waits for the client to close
   std::chrono::steady_clock::time_point deadline;
   std::chrono::steady_clock::time_point last_reply;
   std::string request;  ///< keeps its capacity from one connection to the next
@@ -163,19 +218,12 @@ void prepare_reply(std::string_view request, const SnapshotCollector& collector,
   reply.tail.clear();
   reply.parts = {};
   reply.keep_alive = false;
-  const std::size_t line_end = request.find_first_of("\r\n");
-  const std::string_view line = request.substr(0, line_end);
-  const std::size_t first = line.find(' ');
-  const std::size_t second = first == std::string_view::npos ? first : line.find(' ', first + 1);
-  if (second == std::string_view::npos || !line.substr(second + 1).starts_with("HTTP/")) {
-    return respond(reply, "400 Bad Request", kPlain, "bad request\n", false);
-  }
-  const std::string_view method = line.substr(0, first);
-  std::string_view target = line.substr(first + 1, second - first - 1);
-  target = target.substr(0, target.find('?'));
+  const std::optional<RequestHead> parsed = parse_head(request);
+  if (!parsed) return respond(reply, "400 Bad Request", kPlain, "bad request\n", false);
+  const std::string_view method = parsed->method;
+  const std::string_view target = parsed->target.substr(0, parsed->target.find('?'));
   const bool head = method == "HEAD";
-  reply.keep_alive =
-      (head || method == "GET") && keeps_connection(request, line.substr(second + 1));
+  reply.keep_alive = (head || method == "GET") && parsed->keep_alive;
   if (method != "GET" && !head) {
     return respond(reply, "405 Method Not Allowed", kPlain, "only GET and HEAD\n", false,
                    "Allow: GET, HEAD\r\n");
@@ -234,6 +282,7 @@ struct HttpServer::State {
     connection.fd = -1;
     connection.sending = false;
     connection.served = false;
+    connection.closing = false;
     connection.polling_out = false;
     connection.request.clear();
     connection.reply.page.reset();
@@ -242,9 +291,47 @@ struct HttpServer::State {
     if (!paused_until) watch_listener(true);
   }
 
+  void poll_for(Connection& connection, std::uint32_t events) {
+    epoll_event event{};
+    event.events = events;
+    event.data.u64 = static_cast<std::uint64_t>(&connection - connections.data());
+    ::epoll_ctl(epoll, EPOLL_CTL_MOD, connection.fd, &event);
+    connection.polling_out = events == EPOLLOUT;
+  }
+
+  /// Ends a connection whose last reply has all gone to the socket. Input the client sent
+  /// past its last request would make close() answer with a reset, which throws away the
+  /// reply still on its way to the client; so when there is any, the server half-closes and
+  /// reads until the client closes too, or for the request timeout at most.
+  void end_after_reply(Connection& connection) {
+    char byte;
+    const bool more = connection.request.size() > request_length(connection.request) ||
+                      ::recv(connection.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+    if (!more) return close_connection(connection);
+    ::shutdown(connection.fd, SHUT_WR);
+    connection.closing = true;
+    connection.sending = false;
+    connection.request.clear();
+    connection.reply.page.reset();
+    connection.deadline = std::chrono::steady_clock::now() + options.request_timeout;
+    if (connection.polling_out) poll_for(connection, EPOLLIN);
+    drain(connection);
+  }
+
+  /// Reads and drops what a closing connection's client sends, until it closes.
+  void drain(Connection& connection) {
+    char buffer[2048];
+    for (;;) {
+      const ssize_t got = ::recv(connection.fd, buffer, sizeof buffer, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (got <= 0) return close_connection(connection);
+    }
+  }
+
   /// Sends what the socket takes. True when the whole reply went and the connection now
   /// waits for the client's next request; false when it waits for the socket to take more,
-  /// or was closed (all sent without keep-alive, or an error).
+  /// or is ending (all sent without keep-alive, or an error).
   bool send_reply(Connection& connection) {
     const std::size_t total = connection.reply.size();
     while (connection.sent < total) {
@@ -271,8 +358,12 @@ struct HttpServer::State {
       if (sent <= 0) break;
       connection.sent += static_cast<std::size_t>(sent);
     }
-    if (connection.sent < total || !connection.reply.keep_alive) {
+    if (connection.sent < total) {
       close_connection(connection);
+      return false;
+    }
+    if (!connection.reply.keep_alive) {
+      end_after_reply(connection);
       return false;
     }
     connection.request.erase(0, request_length(connection.request));
@@ -285,14 +376,6 @@ struct HttpServer::State {
     // A client waiting in the backlog may now take this connection's slot.
     if (!paused_until) watch_listener(true);
     return true;
-  }
-
-  void poll_for(Connection& connection, std::uint32_t events) {
-    epoll_event event{};
-    event.events = events;
-    event.data.u64 = static_cast<std::uint64_t>(&connection - connections.data());
-    ::epoll_ctl(epoll, EPOLL_CTL_MOD, connection.fd, &event);
-    connection.polling_out = events == EPOLLOUT;
   }
 
   /// Replies to each whole request the connection has in its buffer, in order, until one
@@ -317,9 +400,15 @@ struct HttpServer::State {
   /// Reads what has arrived of the request; once it is whole, replies.
   void read_request(Connection& connection) {
     char buffer[2048];
-    while (request_length(connection.request) == 0) {
-      if (connection.request.size() > kMaxRequest) return close_connection(connection);
-      const ssize_t got = ::recv(connection.fd, buffer, sizeof buffer, 0);
+    for (;;) {
+      const std::size_t length = request_length(connection.request);
+      if (length > kMaxRequest || (length == 0 && connection.request.size() > kMaxRequest)) {
+        return close_connection(connection);
+      }
+      if (length > 0) break;
+      // At most one byte past the limit: a request of more is dropped, whatever arrives.
+      const std::size_t room = std::min(sizeof buffer, kMaxRequest + 1 - connection.request.size());
+      const ssize_t got = ::recv(connection.fd, buffer, room, 0);
       if (got < 0 && errno == EINTR) continue;
       if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // wait for more
       if (got <= 0) return close_connection(connection);
@@ -332,23 +421,27 @@ struct HttpServer::State {
     serve_requests(connection);
   }
 
-  /// The connection idle between requests for longest, or nullptr when none is.
-  Connection* longest_idle() {
-    Connection* oldest = nullptr;
+  /// The connection to close for a new client when every slot (or every file descriptor) is
+  /// taken: one ending, else the one whose last reply is oldest among those that have had a
+  /// reply and now wait on their client (for a next request, whole or not, or to read more
+  /// of a reply). nullptr when none does: a client on its first request keeps its slot for
+  /// the request or send timeout. So a client that holds connections by trickling requests
+  /// down them, or by reading slowly, cannot keep a newcomer out.
+  Connection* to_let_go() {
+    Connection* chosen = nullptr;
     for (Connection& connection : connections) {
-      if (connection.fd < 0 || !connection.served || connection.sending ||
-          !connection.request.empty()) {
-        continue;
-      }
-      if (oldest == nullptr || connection.last_reply < oldest->last_reply) oldest = &connection;
+      if (connection.fd < 0) continue;
+      if (connection.closing) return &connection;
+      if (!connection.served || (connection.sending && !connection.polling_out)) continue;
+      if (chosen == nullptr || connection.last_reply < chosen->last_reply) chosen = &connection;
     }
-    return oldest;
+    return chosen;
   }
 
   void accept_clients() {
     for (;;) {
-      Connection* idle = open < connections.size() ? nullptr : longest_idle();
-      if (open == connections.size() && idle == nullptr) {
+      Connection* spare = open < connections.size() ? nullptr : to_let_go();
+      if (open == connections.size() && spare == nullptr) {
         watch_listener(false);  // every slot busy: the next client waits in the backlog
         return;
       }
@@ -356,15 +449,24 @@ struct HttpServer::State {
       if (client < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of file descriptors: a connection that waits on its client makes room.
+          if (Connection* other = to_let_go()) {
+            close_connection(*other);
+            continue;
+          }
           // The connection waits in the backlog; retry in a moment, not in a busy loop.
           paused_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
           watch_listener(false);
         }
         return;
       }
-      // A client is here and every slot is taken: the connection idle longest makes room
-      // (a client must expect an idle connection to close; Prometheus opens a new one).
-      if (idle != nullptr) close_connection(*idle);
+      // A client is here and every slot is taken: make room (a client must expect a kept
+      // connection to close; Prometheus opens a new one).
+      if (spare != nullptr) close_connection(*spare);
+      // The reply is sent from the page as the client takes it; a fixed send buffer keeps a
+      // client that asks and never reads from holding megabytes of the kernel's memory.
+      const int send_buffer = kSendBuffer;
+      ::setsockopt(client, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
       const auto slot = std::find_if(connections.begin(), connections.end(),
                                      [](const Connection& c) { return c.fd < 0; });
       Connection& connection = *slot;
@@ -421,7 +523,9 @@ struct HttpServer::State {
         }
         Connection& connection = connections[key];
         if (connection.fd < 0) continue;  // closed earlier in this batch
-        if (connection.sending) {
+        if (connection.closing) {
+          drain(connection);
+        } else if (connection.sending) {
           if (send_reply(connection)) serve_requests(connection);
         } else {
           read_request(connection);

@@ -13,8 +13,14 @@
 // timeout, or is larger than 8 KiB, is dropped, and a response not taken within
 // 10 s is given up, so idle or slow clients (a port scanner, half-open connections)
 // hold one of `max_connections` slots for that long at most; the others are served
-// meanwhile. A connection idle between requests is closed after the idle timeout,
-// or at once, the longest idle first, when a new client finds every slot taken.
+// meanwhile. A connection idle between requests is closed after the idle timeout.
+// When a new client finds every slot (or every file descriptor) taken, a connection
+// that has had a reply and now waits on its client (idle, trickling its next
+// request, or reading slowly) is closed for it, the one whose last reply is oldest:
+// kept connections cannot shut a newcomer out. A request line or field the RFC
+// calls malformed gets 400. Each client socket has a fixed 64 KiB send buffer, and
+// a connection that ends with input unread is half-closed and drained, so the reset
+// close() would send does not cut the reply short.
 //
 // A scrape allocates nothing in steady state: the page is the text the collector
 // rendered at the last sample, sent from the collector's buffer, and the few

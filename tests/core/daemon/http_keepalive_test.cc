@@ -5,11 +5,16 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "daemon/http_server.h"
 
@@ -88,6 +93,14 @@ std::optional<Response> read_response(int fd, std::string& pending, bool to_head
 bool closed_by_server(int fd) {
   char byte;
   return ::recv(fd, &byte, 1, 0) == 0;
+}
+
+/// A connection that has sent `requests` and had the reply to the first.
+int served_connection(int port, std::string_view requests, std::string& pending) {
+  const int fd = connect_to(port);
+  send_all(fd, requests);
+  EXPECT_TRUE(read_response(fd, pending)) << requests;
+  return fd;
 }
 
 std::string status_line(const Response& response) {
@@ -175,12 +188,8 @@ TEST(HttpKeepAlive, IdleConnectionsMakeRoomForNewClients) {
   options.max_connections = 3;
   Served served(options);
   std::string pending[4];
-  const int oldest = connect_to(served.port);
-  send_all(oldest, "GET /metrics HTTP/1.1\r\n\r\n");
-  ASSERT_TRUE(read_response(oldest, pending[0]));
-  const int newer = connect_to(served.port);
-  send_all(newer, "GET /metrics HTTP/1.1\r\n\r\n");
-  ASSERT_TRUE(read_response(newer, pending[1]));
+  const int oldest = served_connection(served.port, "GET /metrics HTTP/1.1\r\n\r\n", pending[0]);
+  const int newer = served_connection(served.port, "GET /metrics HTTP/1.1\r\n\r\n", pending[1]);
   const int halfway = connect_to(served.port);
   send_all(halfway, "GET /metrics HTTP/1.1\r\n");  // its blank line is still to come
 
@@ -196,6 +205,143 @@ TEST(HttpKeepAlive, IdleConnectionsMakeRoomForNewClients) {
   send_all(halfway, "\r\n");
   EXPECT_TRUE(read_response(halfway, pending[2]));
   for (const int fd : {oldest, newer, halfway, newcomer}) ::close(fd);
+}
+
+// Connections that scrape once and then trickle their next request down, or pipeline
+// requests and read slowly, would hold every slot for as long as they liked: a connection
+// that has had a reply and waits on its client makes room for a newcomer, oldest first.
+TEST(HttpKeepAlive, ClientsThatTrickleRequestsCannotHoldEverySlot) {
+  HttpOptions options;
+  options.max_connections = 2;
+  Served served(options);
+  std::string pending[3];
+  constexpr std::string_view kOneAndAHalf = "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n";
+  const int first = served_connection(served.port, kOneAndAHalf, pending[0]);
+  const int second = served_connection(served.port, kOneAndAHalf, pending[1]);
+
+  const int newcomer = connect_to(served.port);
+  send_all(newcomer, "GET /metrics HTTP/1.1\r\n\r\n");
+  const auto answer = read_response(newcomer, pending[2]);
+  ASSERT_TRUE(answer) << "the new client was kept out";
+  EXPECT_NE(answer->body.find("headroom_samples_total 7\n"), std::string::npos);
+  EXPECT_TRUE(closed_by_server(first));  // its last reply was the oldest
+  send_all(second, "\r\n");              // the other one finishes its request: served
+  EXPECT_TRUE(read_response(second, pending[1]));
+  for (const int fd : {first, second, newcomer}) ::close(fd);
+}
+
+// Out of file descriptors, a kept connection idle between scrapes makes room as it does
+// when every slot is taken. The test's own client sockets count against the same limit.
+TEST(HttpKeepAlive, OutOfFileDescriptorsAnIdleConnectionMakesRoom) {
+  Served served;
+  std::string pending[2];
+  const int idle = served_connection(served.port, "GET / HTTP/1.1\r\n\r\n", pending[0]);
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  std::size_t open_now = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++open_now;
+  }
+  // The iterator's own fd is closed again: one more, for the newcomer's client socket.
+  rlimit tight = before;
+  tight.rlim_cur = open_now;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  const int newcomer = connect_to(served.port);
+  ASSERT_GE(newcomer, 0);
+  send_all(newcomer, "GET / HTTP/1.1\r\n\r\n");
+  const auto answer = read_response(newcomer, pending[1]);
+  ::setrlimit(RLIMIT_NOFILE, &before);
+  ASSERT_TRUE(answer) << "the server could not take the new client";
+  EXPECT_EQ(status_line(*answer), "HTTP/1.1 200 OK");
+  EXPECT_TRUE(closed_by_server(idle));
+  for (const int fd : {idle, newcomer}) ::close(fd);
+}
+
+TEST(HttpKeepAlive, ARequestOfMoreThan8KiBIsDropped) {
+  Served served;
+  const std::string start = "GET / HTTP/1.1\r\nX-Pad: ";
+  for (const std::size_t size : {std::size_t{8192}, std::size_t{8193}}) {
+    const int fd = connect_to(served.port);
+    send_all(fd, start + std::string(size - start.size() - 4, 'a') + "\r\n\r\n");
+    std::string pending;
+    EXPECT_EQ(read_response(fd, pending).has_value(), size == 8192) << size;
+    ::close(fd);
+  }
+}
+
+/// A page of about `series` filesystems: larger than a small receive buffer.
+std::shared_ptr<Snapshot> big_snapshot(int series) {
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->taken = std::chrono::steady_clock::now();
+  for (int i = 0; i < series; ++i) {
+    FilesystemSample filesystem;
+    filesystem.path = "/data/run" + std::to_string(i);
+    filesystem.mountpoint = "/data";
+    filesystem.ok = true;
+    filesystem.total_bytes = 1 << 30;
+    snapshot->step.sample.filesystems.push_back(filesystem);
+  }
+  return snapshot;
+}
+
+// A client that sends more after a request that closes the connection still gets the whole
+// reply: closing with its bytes unread would send a reset, which throws the reply away.
+TEST(HttpKeepAlive, AClosingReplyIsNotCutShortByInputLeftUnread) {
+  Served served;
+  served.collector->publish(big_snapshot(4000));  // a page of over 1 MB
+  const int client = connect_to(served.port);
+  send_all(client, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n" + std::string(3000, 'x'));
+  std::string pending;
+  const auto response = read_response(client, pending);
+  ASSERT_TRUE(response) << "the reply was cut short";
+  EXPECT_GT(response->body.size(), 1'000'000U);
+  EXPECT_NE(response->body.find("/data/run3999"), std::string::npos);
+  ::close(client);
+}
+
+/// Bytes the server has not had acknowledged on its side of the connection from
+/// `client_port` (tx_queue of /proc/net/tcp), or -1 when it is not there.
+long server_send_queue(int server_port, int client_port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues;
+    fields >> slot >> local >> remote >> state >> queues;
+    if (std::stoi(local.substr(local.find(':') + 1), nullptr, 16) == server_port &&
+        std::stoi(remote.substr(remote.find(':') + 1), nullptr, 16) == client_port) {
+      return std::stol(queues.substr(0, queues.find(':')), nullptr, 16);
+    }
+  }
+  return -1;
+}
+
+// A client that pipelines thousands of scrapes and reads nothing holds the server's send
+// buffer (64 KiB, 128 KiB as the kernel doubles it), not the megabytes an auto-tuned one
+// grows to.
+TEST(HttpKeepAlive, AClientThatAsksAndNeverReadsHoldsABoundedSendBuffer) {
+  Served served;
+  served.collector->publish(big_snapshot(40));
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 4096;
+  ::setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(served.port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  sockaddr_in mine{};
+  socklen_t length = sizeof mine;
+  ::getsockname(client, reinterpret_cast<sockaddr*>(&mine), &length);
+  std::string requests;
+  for (int i = 0; i < 2000; ++i) requests += "GET /metrics HTTP/1.1\r\n\r\n";
+  ::send(client, requests.data(), requests.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long queued = server_send_queue(served.port, ntohs(mine.sin_port));
+  EXPECT_GT(queued, 0);
+  EXPECT_LE(queued, 256 * 1024);
+  ::close(client);
 }
 
 }  // namespace

@@ -46,7 +46,19 @@ TEST(HttpResponse, MetricsIndexAndTheRest) {
   const std::string post = http_response("POST /metrics HTTP/1.1\r\n", collector);
   EXPECT_EQ(status_line(post), "HTTP/1.1 405 Method Not Allowed");
   EXPECT_NE(post.find("Allow: GET, HEAD"), std::string::npos);
-  for (const char* garbage : {"", "\r\n", "GET", "GET /", "GET / FTP/1.0", "\x16\x03\x01"}) {
+  // Empty lines before a request are skipped (RFC 9112 2.2).
+  EXPECT_EQ(status_line(http_response("\r\n\nGET / HTTP/1.1\r\n\r\n", collector)),
+            "HTTP/1.1 200 OK");
+  // What a proxy in front could read otherwise is refused (RFC 9112 5.1): a space before
+  // the colon, a bare CR, a line without a colon, a folded line, a doubled space.
+  for (const char* garbage :
+       {"", "\r\n", "GET", "GET /", "GET / FTP/1.0", "\x16\x03\x01",
+        "GET /metrics HTTP/1.1\r\nContent-Length : 5\r\n\r\n",
+        "GET /metrics HTTP/1.1\rContent-Length: 5\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: x\rConnection: close\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: x\r\n folded: y\r\n\r\n", "GET  /metrics HTTP/1.1\r\n\r\n",
+        "GET /metrics HTTP/1.1 x\r\n\r\n"}) {
     EXPECT_EQ(status_line(http_response(garbage, collector)), "HTTP/1.1 400 Bad Request")
         << garbage;
   }
