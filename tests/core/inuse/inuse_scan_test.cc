@@ -173,7 +173,11 @@ TEST(ScanInUse, DeviceFilterKeepsOnlyThatDeviceAndFindsWhatTheTextFinds) {
     EXPECT_EQ(a.file, b.file) << a.path;
     EXPECT_EQ(a.path, b.path);
     EXPECT_EQ(a.deleted, b.deleted) << a.path;
-    EXPECT_EQ(a.size_bytes, b.size_bytes) << a.path;
+    // The child's own files; its stdout may be a log on this device that other tests grow
+    // between the two scans (ctest -j2 writes LastTest.log).
+    if (a.path.starts_with(dir.native())) {
+      EXPECT_EQ(a.size_bytes, b.size_bytes) << a.path;
+    }
   }
   EXPECT_GE(fast->holders_under(dir).size(), 5u);
   const auto* deleted_mapped = find(*fast, (dir / "deleted-mapped").native(), HoldKind::kMap);
