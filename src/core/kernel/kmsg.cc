@@ -4,8 +4,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -184,6 +187,36 @@ Result<KernelLog> read_kmsg(const Context& context) {
   log.records = parse_kmsg(text);
   log.boot_time = read_boot_time(context);
   return log;
+}
+
+bool KernelLogWatch::logged_since_last(const Context& context) {
+  if (!opened_) {
+    opened_ = true;
+    UniqueFd fd(::open(context.root.dev("kmsg").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    struct stat info {};
+    if (!fd.ok() || ::fstat(fd.get(), &info) != 0 ||
+        !(S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode))) {
+      return true;
+    }
+    ::lseek(fd.get(), 0, SEEK_END);  // the records from now on (a FIFO has none yet)
+    fd_ = std::move(fd);
+    return true;
+  }
+  if (!fd_.ok()) return true;
+  pollfd watched{fd_.get(), POLLIN, 0};
+  if (::poll(&watched, 1, 0) == 0) return false;
+  if ((watched.revents & POLLIN) == 0) return true;  // a FIFO's writer gone: cannot tell
+  // Read to the end, so the next poll sees only records logged after this call.
+  std::array<char, 16 * 1024> record{};
+  for (;;) {
+    const ssize_t got = ::read(fd_.get(), record.data(), record.size());
+    if (got > 0) continue;
+    if (got < 0 && (errno == EINTR || errno == EPIPE)) continue;
+    if (got < 0 && errno == EAGAIN) break;
+    fd_ = UniqueFd();  // an error or the end of a FIFO: stop telling
+    break;
+  }
+  return true;
 }
 
 std::uint64_t next_sequence(const KernelLog& log) {

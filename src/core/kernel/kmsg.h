@@ -27,6 +27,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/unique_fd.h"
 
 namespace headroom {
 
@@ -58,6 +59,22 @@ struct KernelLog {
 /// Reads <root>/dev/kmsg to its current end without blocking. kPermissionDenied
 /// with a message naming dmesg_restrict when that is the cause.
 [[nodiscard]] Result<KernelLog> read_kmsg(const Context& context);
+
+/// Whether the kernel has logged anything since the last call, without reading the log:
+/// /dev/kmsg kept open at its end and polled (a `poll` where reading vmstat regenerates
+/// 170 lines). Every OOM kill logs "Killed process" (mm/oom_kill.c, not rate-limited), so
+/// a counter only an OOM kill moves cannot have moved while the log was quiet. Says true
+/// (maybe) when it cannot tell: at the first call, without a readable /dev/kmsg (non-root
+/// under dmesg_restrict, a container without it), or in a fixture tree where kmsg is a
+/// regular file. A FIFO there stands for the live device in tests.
+class KernelLogWatch {
+ public:
+  [[nodiscard]] bool logged_since_last(const Context& context);
+
+ private:
+  UniqueFd fd_;
+  bool opened_ = false;
+};
 
 /// Wall time of boot from /proc/uptime and the context's clock, else /proc/stat btime.
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> read_boot_time(

@@ -91,7 +91,7 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
   sample_memory(context, sample);
   sample_pressure(context, sample);
   sample_cgroup(context, mounts ? *mounts : nullptr, sample);
-  sample_vmstat(context, sample);
+  sample_vmstat(context, memo, sample);
   sample_oom_victims(context, memo, sample);
   sample_fds(context, options, sample);
   if (options.shm && options.shm_stale) sample_shm_stale(context, options, memo, sample);

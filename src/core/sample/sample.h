@@ -19,6 +19,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/kernel/kmsg.h"
 #include "core/kernel/mount_table.h"
 #include "core/open_files.h"
 #include "core/series/capacity.h"
@@ -230,6 +231,8 @@ struct SampleMemo {
   std::vector<ShmFile> shm_files;  ///< the candidates of the last scan, sorted by id
   /// The OOM-kill counters of the last sample: a growth sends us to the kernel log.
   std::optional<std::uint64_t> system_oom_kills;
+  /// vmstat's OOM-kill counter is read again only after the kernel logged something.
+  KernelLogWatch kernel_log;
   std::optional<std::uint64_t> cgroup_oom_kills;
   std::optional<std::chrono::steady_clock::time_point> shm_scanned;
 };

@@ -26,8 +26,9 @@ void sample_pressure(const Context& context, Sample& sample);
 /// The memory cgroup of the context's process ("cgroup").
 /// `mounts`: the sample's mount table, or null to read it.
 void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample);
-/// /proc/vmstat oom_kill ("vmstat").
-void sample_vmstat(const Context& context, Sample& sample);
+/// /proc/vmstat oom_kill ("vmstat"); with a memo, read only when the kernel has logged
+/// something since the last sample (an OOM kill always does), else the last value.
+void sample_vmstat(const Context& context, SampleMemo* memo, Sample& sample);
 /// The victims of the OOM kills since the last sample, from the kernel log, when a
 /// counter grew ("oom_victims"; runs only then).
 void sample_oom_victims(const Context& context, SampleMemo* memo, Sample& sample);

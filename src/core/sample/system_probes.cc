@@ -67,8 +67,14 @@ void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts
   });
 }
 
-void sample_vmstat(const Context& context, Sample& sample) {
+void sample_vmstat(const Context& context, SampleMemo* memo, Sample& sample) {
   run_probe(context, sample, "vmstat", [&]() -> Result<void> {
+    // Asked every sample, so that the log is watched from the first one on.
+    const bool quiet = memo != nullptr && !memo->kernel_log.logged_since_last(context);
+    if (quiet && memo->system_oom_kills) {
+      sample.system_oom_kills = memo->system_oom_kills;
+      return {};
+    }
     return read_vmstat(context).and_then([&](const Vmstat& vmstat) -> Result<void> {
       if (!vmstat.oom_kill) {
         return fail(Error{Error::Code::kUnsupported, "vmstat has no oom_kill (Linux < 4.13)"});
