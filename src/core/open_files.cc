@@ -31,7 +31,8 @@ bool pseudo_file(int fd) {
 }  // namespace
 
 int read_from_start(int fd, std::size_t limit, std::string& content) {
-  std::array<char, 8192> buffer{};
+  // Not zeroed: pread fills what it returns (zeroing 8 KiB per read was 2.5% of a watch).
+  std::array<char, 8192> buffer;  // NOLINT(cppcoreguidelines-pro-type-member-init)
   off_t offset = 0;
   while (content.size() < limit) {
     const ssize_t got = ::pread(fd, buffer.data(), buffer.size(), offset);
