@@ -378,9 +378,19 @@ class TextFamilies final : public MetricOut {
   void add(std::string_view name, std::string_view help, MetricType type, const Labels& labels,
            double value) override {
     if (last_ >= families_.size() || families_[last_].name != name) {
-      last_ = 0;
-      while (last_ < families_.size() && families_[last_].name != name) ++last_;
-      if (last_ == families_.size()) families_.push_back({std::string(name), {}, false});
+      // Per-filesystem families come round in the same order for each filesystem: the one
+      // wanted is most often the next one, so the search starts there and wraps around.
+      const std::size_t count = families_.size();
+      std::size_t found = count;
+      for (std::size_t step = 1; step <= count; ++step) {
+        const std::size_t at = (last_ + step) % count;
+        if (families_[at].name == name) {
+          found = at;
+          break;
+        }
+      }
+      if (found == count) families_.push_back({std::string(name), {}, false});
+      last_ = found;
     }
     Family& family = families_[last_];
     TextWriter writer(family.text);

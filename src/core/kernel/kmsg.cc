@@ -189,6 +189,10 @@ Result<KernelLog> read_kmsg(const Context& context) {
   return log;
 }
 
+namespace {
+constexpr int kMaxDrained = 4096;  ///< records read per call at most
+}  // namespace
+
 bool KernelLogWatch::logged_since_last(const Context& context) {
   if (!opened_) {
     opened_ = true;
@@ -206,9 +210,10 @@ bool KernelLogWatch::logged_since_last(const Context& context) {
   pollfd watched{fd_.get(), POLLIN, 0};
   if (::poll(&watched, 1, 0) == 0) return false;
   if ((watched.revents & POLLIN) == 0) return true;  // a FIFO's writer gone: cannot tell
-  // Read to the end, so the next poll sees only records logged after this call.
+  // Read to the end, so the next poll sees only records logged after this call; a log
+  // that floods faster than it is read is left for the next call, not chased.
   std::array<char, 16 * 1024> record{};
-  for (;;) {
+  for (int records = 0; records < kMaxDrained; ++records) {
     const ssize_t got = ::read(fd_.get(), record.data(), record.size());
     if (got > 0) continue;
     if (got < 0 && (errno == EINTR || errno == EPIPE)) continue;
