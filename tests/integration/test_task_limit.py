@@ -73,12 +73,15 @@ def test_explain_who_and_du_answer_on_the_calling_thread(job_dir: Path):
 
 
 def test_watch_says_what_it_could_not_measure_and_run_does_not_start(job_dir: Path):
+    # A dir on a local filesystem is measured on the sampling thread; /proc (not a local
+    # type: its statfs would go to a thread of its own) is said to be unmeasured.
     once = as_nobody_without_tasks(["watch", "--once", "--json", "--no-shm-stale",
-                                    "--dir", str(job_dir)])
+                                    "--dir", str(job_dir), "--dir", "/proc"])
     assert_no_crash(once)
     assert once.returncode in (0, 1), once.stderr
     watched = {item["path"]: item for item in json.loads(once.stdout)["filesystems"]}
-    assert "task limit" in watched[str(job_dir)]["error"], watched[str(job_dir)]
+    assert watched[str(job_dir)]["size_bytes"] > 0, watched[str(job_dir)]
+    assert "task limit" in watched["/proc"]["error"], watched["/proc"]
     # The stderr sink has no thread of its own: it delivers on the sampling thread.
     assert "headroom: FIRING" in once.stderr and "task limit" in once.stderr, once.stderr
     served = as_nobody_without_tasks(["watch", "--count", "2", "--interval", "100ms",
