@@ -14,8 +14,10 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "core/kernel/text.h"
 #include "core/threads.h"
 
 namespace headroom::daemon {
@@ -126,12 +128,6 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
          });
 }
 
-std::string_view trimmed(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
 /// What the server reads of a request: its line, and whether the connection may carry the
 /// client's next request after it.
 struct RequestHead {
@@ -178,7 +174,7 @@ std::optional<RequestHead> parse_head(std::string_view request) {
       return std::nullopt;  // also a folded line, which starts with a space
     }
     const std::string_view name = line.substr(0, colon);
-    std::string_view value = trimmed(line.substr(colon + 1));
+    std::string_view value = trim_blanks(line.substr(colon + 1));
     if (equals_ignoring_case(name, "content-length")) {
       if (value.find_first_not_of('0') != std::string_view::npos) keep_alive = false;
     } else if (equals_ignoring_case(name, "transfer-encoding")) {
@@ -186,7 +182,7 @@ std::optional<RequestHead> parse_head(std::string_view request) {
     } else if (equals_ignoring_case(name, "connection")) {
       while (!value.empty()) {
         const std::size_t comma = value.find(',');
-        if (equals_ignoring_case(trimmed(value.substr(0, comma)), "close")) keep_alive = false;
+        if (equals_ignoring_case(trim_blanks(value.substr(0, comma)), "close")) keep_alive = false;
         value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
       }
     }
@@ -206,7 +202,8 @@ struct Connection {
   bool closing = false;      ///< the last reply is sent: waits for the client to close
   std::chrono::steady_clock::time_point deadline;
   std::chrono::steady_clock::time_point last_reply;
-  std::string request;  ///< keeps its capacity from one connection to the next
+  std::string request;        ///< keeps its capacity from one connection to the next
+  std::size_t answering = 0;  ///< length of the request at the front that the reply answers
   HttpReply reply;
   std::size_t sent = 0;
 };
@@ -285,6 +282,7 @@ struct HttpServer::State {
     connection.closing = false;
     connection.polling_out = false;
     connection.request.clear();
+    connection.answering = 0;
     connection.reply.page.reset();
     connection.sent = 0;
     --open;
@@ -305,7 +303,7 @@ struct HttpServer::State {
   /// reads until the client closes too, or for the request timeout at most.
   void end_after_reply(Connection& connection) {
     char byte;
-    const bool more = connection.request.size() > request_length(connection.request) ||
+    const bool more = connection.request.size() > connection.answering ||
                       ::recv(connection.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
     if (!more) return close_connection(connection);
     ::shutdown(connection.fd, SHUT_WR);
@@ -366,7 +364,7 @@ struct HttpServer::State {
       end_after_reply(connection);
       return false;
     }
-    connection.request.erase(0, request_length(connection.request));
+    connection.request.erase(0, std::exchange(connection.answering, 0));
     connection.sending = false;
     connection.sent = 0;
     connection.reply.page.reset();
@@ -389,6 +387,7 @@ struct HttpServer::State {
             now + (connection.request.empty() ? options.idle_timeout : options.request_timeout);
         return;
       }
+      connection.answering = length;
       prepare_reply(std::string_view(connection.request).substr(0, length), *collector,
                     connection.reply);
       connection.sending = true;

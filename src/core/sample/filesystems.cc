@@ -153,13 +153,9 @@ std::shared_ptr<PendingStatfs> measured_here(const Syscalls& syscalls,
     if (!lookup_stays_local(mounts, host)) return nullptr;
     auto stats = syscalls.statvfs_no_symlinks(host);
     if (!stats) return nullptr;
-    PendingStatfs::Answer& answer = state->answers.emplace_back();
-    // What canonical() gives for a path with no symlink and no "..".
-    answer.real = host.lexically_normal();
-    if (answer.real.has_relative_path() && !answer.real.has_filename()) {
-      answer.real = answer.real.parent_path();
-    }
-    answer.stats = *stats;
+    // A watched path is normalized (watched_paths); with no symlink on its way it is its
+    // own canonical form.
+    state->answers.push_back({host, *stats});
   }
   return state;
 }

@@ -40,11 +40,15 @@ struct Served {
   }
 };
 
-/// A client socket connected to `port`; reads give up after 10 s.
-int connect_to(int port) {
+/// A client socket connected to `port`; reads give up after 10 s. A `receive_buffer` (bytes)
+/// is set before connecting, so the window the client offers is that small from the start.
+int connect_to(int port, int receive_buffer = 0) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const timeval patience{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+  if (receive_buffer > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  }
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -323,14 +327,7 @@ long server_send_queue(int server_port, int client_port) {
 TEST(HttpKeepAlive, AClientThatAsksAndNeverReadsHoldsABoundedSendBuffer) {
   Served served;
   served.collector->publish(big_snapshot(40));
-  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int small = 4096;
-  ::setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(served.port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  const int client = connect_to(served.port, 4096);
   sockaddr_in mine{};
   socklen_t length = sizeof mine;
   ::getsockname(client, reinterpret_cast<sockaddr*>(&mine), &length);
