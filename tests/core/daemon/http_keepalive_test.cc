@@ -9,12 +9,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "daemon/http_server.h"
 
@@ -242,18 +244,26 @@ TEST(HttpKeepAlive, OutOfFileDescriptorsAnIdleConnectionMakesRoom) {
   const int idle = served_connection(served.port, "GET / HTTP/1.1\r\n\r\n", pending[0]);
   rlimit before{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
-  std::size_t open_now = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    ++open_now;
+  // RLIMIT_NOFILE bounds fd numbers, and the numbers in use may have holes (a test runner
+  // passes some): the limit goes just past the highest, every free number below it is
+  // taken by a placeholder, and one is given back, for the newcomer's client socket.
+  int highest = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    highest = std::max(highest, std::stoi(entry.path().filename().string()));
   }
-  // The iterator's own fd is closed again: one more, for the newcomer's client socket.
   rlimit tight = before;
-  tight.rlim_cur = open_now;
+  tight.rlim_cur = static_cast<rlim_t>(highest) + 2;
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  std::vector<int> placeholders;
+  for (int fd; (fd = ::dup(0)) >= 0;) placeholders.push_back(fd);
+  ASSERT_FALSE(placeholders.empty());
+  ::close(placeholders.back());
+  placeholders.pop_back();
   const int newcomer = connect_to(served.port);
   ASSERT_GE(newcomer, 0);
   send_all(newcomer, "GET / HTTP/1.1\r\n\r\n");
   const auto answer = read_response(newcomer, pending[1]);
+  for (const int fd : placeholders) ::close(fd);
   ::setrlimit(RLIMIT_NOFILE, &before);
   ASSERT_TRUE(answer) << "the server could not take the new client";
   EXPECT_EQ(status_line(*answer), "HTTP/1.1 200 OK");
