@@ -39,6 +39,20 @@ def require_root() -> None:
         pytest.skip("needs root for mount namespaces, tmpfs mounts and cgroups")
 
 
+def build_fuse_helper(name: str) -> str:
+    """Builds tests/integration/helpers/<name>.c, a FUSE file system (libfuse3-dev,
+    scripts/install-deps), into build/test-helpers; returns the binary's path."""
+    binary = REPO / "build" / "test-helpers" / name
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True,
+                           text=True)
+    if flags.returncode != 0:
+        pytest.fail("libfuse3-dev is not installed (scripts/install-deps)")
+    subprocess.run(["cc", str(Path(__file__).parent / "helpers" / f"{name}.c"),
+                    *flags.stdout.split(), "-o", str(binary)], check=True)
+    return str(binary)
+
+
 def have_torch() -> bool:
     return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 

@@ -13,25 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, in_namespace
+from conftest import build_fuse_helper, in_namespace
 from watch_helpers import (WebhookReceiver, filesystem, free_port, json_lines, seconds,
                            start_in_namespace, wait_for)
-
-HELPERS = Path(__file__).parent / "helpers"
 
 
 @pytest.fixture(scope="module")
 def hung_statfs_fs() -> str:
-    """Builds the FUSE file system whose statfs never answers (libfuse3, scripts/install-deps)."""
-    binary = REPO / "build" / "test-helpers" / "hung_statfs_fs"
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True,
-                           text=True)
-    if flags.returncode != 0:
-        pytest.fail("libfuse3-dev is not installed (scripts/install-deps)")
-    subprocess.run(["cc", str(HELPERS / "hung_statfs_fs.c"), *flags.stdout.split(), "-o",
-                    str(binary)], check=True)
-    return str(binary)
+    """The FUSE file system whose statfs never answers."""
+    return build_fuse_helper("hung_statfs_fs")
 
 
 class Metrics:

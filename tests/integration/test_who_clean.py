@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
 
-from conftest import HEADROOM, PYTHON, require_root
+from conftest import HEADROOM, PYTHON, build_fuse_helper, in_namespace, require_root
 
 HOLDER = r'''
 import ctypes, fcntl, mmap, os, socket, sys, time
@@ -388,3 +389,56 @@ kill -9 $holder
     assert values["unlinked_held_segments"] == 1, values
     assert values["unlinked_held_bytes"] == 4 << 20, values
     assert "unlinked but still held" in found["summary"], found["summary"]
+
+
+HUNG_HOLDER = r'''
+mount -t tmpfs -o size=8m headroom-data "$DATA"
+head -c 4096 /dev/zero > "$DATA/f"
+head -c 4096 /dev/zero > /dev/shm/torch_1_2_3
+"$FS" -f -s -o attr_timeout=0,entry_timeout=0 "$FUSE" &
+fs=$!
+for _ in $(seq 50); do grep -q " $FUSE " /proc/self/mountinfo && break; sleep 0.1; done
+"$PY" -c '
+import os, sys, time
+fd = os.open(sys.argv[1] + "/held", os.O_RDONLY)
+print("OPEN", flush=True); time.sleep(600)' "$FUSE" > "$OUT/holder.out" &
+holder=$!
+for _ in $(seq 50); do grep -q OPEN "$OUT/holder.out" && break; sleep 0.1; done
+# A stat of the held file now waits for a daemon that never answers.
+for command in "clean --shm" "who $DATA" "who /dev/shm"; do
+  rc=0; timeout -s KILL 20 "$HEADROOM" --json $command > "$OUT/out" || rc=$?
+  echo "=== $command rc=$rc"; cat "$OUT/out"; echo
+done
+kill $holder
+kill -TERM $fs
+wait $fs || true
+'''
+
+
+@pytest.fixture(scope="module")
+def hung_getattr_fs() -> str:
+    """The FUSE file system whose held file stops answering getattr."""
+    return build_fuse_helper("hung_getattr_fs")
+
+
+def test_a_holder_on_a_dead_mount_does_not_hang_the_scans(scratch, hung_getattr_fs):
+    """The scans that test a link's device first (clean's, and who's on a tmpfs) stat
+    every fd of every process. A process holding a file on a mount whose server or
+    daemon no longer answers must not make them wait for it: the stat answers from
+    the attributes in memory (AT_STATX_DONT_SYNC), as a readlink never asks either."""
+    data, fuse = scratch / "hung-data", scratch / "hung-fuse"
+    data.mkdir()
+    fuse.mkdir()
+    result = in_namespace(HUNG_HOLDER, timeout=120, env={
+        "DATA": str(data), "FUSE": str(fuse), "FS": hung_getattr_fs, "OUT": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    sections = {name: (int(rc), body) for name, rc, body in
+                re.findall(r"=== (.+?) rc=(\d+)\n(.*?)(?=\n=== |\Z)", result.stdout, re.S)}
+    assert set(sections) == {"clean --shm", f"who {data}", "who /dev/shm"}, result.stdout
+    rc, body = sections["clean --shm"]
+    assert rc == 0, result.stdout
+    assert "/dev/shm/torch_1_2_3" in body, body
+    for who in (f"who {data}", "who /dev/shm"):
+        rc, body = sections[who]
+        assert rc == 1, (who, result.stdout)  # answered: nobody holds it
+        assert json.loads(body)["paths"][0]["holders"] == [], body

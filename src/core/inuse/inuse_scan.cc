@@ -13,9 +13,11 @@
 //   has exited: its mm and files are gone) has an empty fd/ and an empty maps:
 //   exe is read first and, when it is missing, fd/ and maps are not opened
 //   (cwd and root still are: a kernel thread's are "/").
-// - With a device filter and no path filter (check, clean, du -x, watch) on
-//   the live host, what decides is the device: fd, cwd, root and exe links are
-//   stat'ed first and read (readlinkat, a d_path in the kernel) only when they
+// - On the live host, when the devices a wanted file can be on are known (a
+//   device filter: check, clean, du -x, watch; or who's paths, when every mount
+//   at and below them gives its files its own device), the device is tested
+//   first: fd, cwd, root and exe links are stat'ed (statx from cached
+//   attributes) and read (readlinkat, a d_path in the kernel) only when they
 //   are on a wanted device, and maps is walked with the PROCMAP_QUERY ioctl
 //   (Linux 6.11+: the same device and inode columns, no text, no path), the
 //   name asked for a matching mapping only. Older kernels: the text.
@@ -27,6 +29,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,10 +162,7 @@ struct Scratch {
 class InUseScanner {
  public:
   InUseScanner(const Context& context, const ScanOptions& options)
-      : context_(context),
-        options_(options),
-        live_(context.root.is_live()),
-        by_device_(live_ && options.path_prefixes.empty() && !options.devices.empty()) {
+      : context_(context), options_(options), live_(context.root.is_live()) {
     devices_.insert(options.devices.begin(), options.devices.end());
     for (const auto& prefix : options.path_prefixes) prefixes_.push_back(prefix.native());
     wanted_pids_.insert(options.pids.begin(), options.pids.end());
@@ -173,7 +173,11 @@ class InUseScanner {
     const UniqueFd proc_fd(::open(proc.c_str(), kDirectoryFlags));
     if (!proc_fd.ok()) return fail(Error::from_errno(errno, proc.string()));
     const int self_pid = own_pid(proc_fd.get());
-    index_.hidepid_ = hidepid_active();
+    const auto mounts = read_mountinfo(context_);
+    if (mounts) {
+      index_.hidepid_ = hidepid_active(*mounts);
+      open_gate(*mounts);
+    }
     index_.outer_pid_namespaces_hidden_ = !sees_initial_pid_namespace(context_);
 
     std::vector<int> pids;
@@ -210,10 +214,8 @@ class InUseScanner {
     return pid;
   }
 
-  [[nodiscard]] bool hidepid_active() const {
-    auto mounts = read_mountinfo(context_);
-    if (!mounts) return false;
-    const MountEntry* proc_mount = find_mount(*mounts, "/proc");
+  [[nodiscard]] static bool hidepid_active(const std::vector<MountEntry>& mounts) {
+    const MountEntry* proc_mount = find_mount(mounts, "/proc");
     if (proc_mount == nullptr || proc_mount->fstype != "proc") return false;
     for (const std::string& source : {proc_mount->super_options, proc_mount->mount_options}) {
       MountEntry probe;
@@ -222,6 +224,49 @@ class InUseScanner {
       if (value && *value != "0" && *value != "off") return true;
     }
     return false;
+  }
+
+  // On the live host, the devices a wanted file can be on, when they are known: those
+  // asked for (no path filter), or those of the mounts at and below every path asked
+  // for, when each of them gives all its files its own device (devices_below). The
+  // gate is then a first test, by stat (no d_path) and PROCMAP_QUERY (no maps text),
+  // before the path filter; a file of another mount namespace whose path reads as one
+  // under a wanted path but is on no wanted device is not the file asked about.
+  void open_gate(const std::vector<MountEntry>& mounts) {
+    if (!live_) return;
+    if (prefixes_.empty()) {
+      gate_ = devices_;
+      gated_ = !gate_.empty();
+      return;
+    }
+    if (!devices_.empty()) return;
+    for (const auto& prefix : options_.path_prefixes) {
+      const auto devices = devices_below(mounts, prefix);
+      if (!devices) {
+        gate_.clear();
+        return;
+      }
+      gate_.insert(devices->begin(), devices->end());
+    }
+    gated_ = !gate_.empty();
+  }
+
+  // The gate's stat through a magic link: the target's device, inode and size
+  // without reading a path, and from the attributes in memory (AT_STATX_DONT_SYNC:
+  // NFS or FUSE ask no server, so a holder on a dead mount cannot hang the scan).
+  // False, errno set, when it cannot be had.
+  [[nodiscard]] static bool gate_stat(int dir_fd, const char* name, struct stat& info) {
+    struct statx attributes {};
+    if (::statx(dir_fd, name, AT_STATX_DONT_SYNC, STATX_INO | STATX_SIZE, &attributes) != 0) {
+      return false;
+    }
+    info.st_dev = makedev(attributes.stx_dev_major, attributes.stx_dev_minor);
+    info.st_ino = attributes.stx_ino;
+    info.st_size = static_cast<off_t>(attributes.stx_size);
+    return true;
+  }
+  [[nodiscard]] bool in_gate(const struct stat& info) const {
+    return gate_.count(file_id_of(info).device) > 0;
   }
 
   // Two threads claim pids in small batches; each keeps its own results.
@@ -322,10 +367,9 @@ class InUseScanner {
         fd_dir.get(), scratch.dirents.get(), walk::kDirentBufferSize,
         [&](std::string_view fd_name, unsigned char) {
           struct stat info {};
-          if (by_device_) {
-            // The device decides: the link is read only for a file on a wanted device.
-            if (::fstatat(fd_dir.get(), fd_name.data(), &info, 0) != 0) return;
-            if (devices_.count(file_id_of(info).device) == 0) return;
+          // Through the gate, the link is read only for a file on a wanted device.
+          if (gated_ && (!gate_stat(fd_dir.get(), fd_name.data(), info) || !in_gate(info))) {
+            return;
           }
           const ssize_t got =
               ::readlinkat(fd_dir.get(), fd_name.data(), target, scratch.link.size());
@@ -334,8 +378,7 @@ class InUseScanner {
           const std::string_view shown(target, static_cast<std::size_t>(got));
           const std::string_view original = strip_deleted(shown, deleted);
           if (devices_.empty() && !path_wanted(original)) return;
-          if (!by_device_ &&
-              !link_identity(fd_dir.get(), fd_name.data(), original, deleted, info)) {
+          if (!gated_ && !link_identity(fd_dir.get(), fd_name.data(), original, deleted, info)) {
             return;
           }
           const FileId file = file_id_of(info);
@@ -364,7 +407,7 @@ class InUseScanner {
   }
 
   void scan_maps(int proc_fd, PidPath& path, int pid, Partial& out, Scratch& scratch) {
-    if (by_device_ && !no_procmap_query_.load(std::memory_order_relaxed) &&
+    if (gated_ && !no_procmap_query_.load(std::memory_order_relaxed) &&
         scan_maps_by_query(proc_fd, path, pid, out)) {
       return;
     }
@@ -408,7 +451,7 @@ class InUseScanner {
     return true;
   }
 
-  // The maps walk of the device-filtered scan, by PROCMAP_QUERY: the same holders as
+  // The maps walk of the gated scan, by PROCMAP_QUERY: the same holders as
   // the text (the same columns, the same order), the name read only for a mapping on
   // a wanted device. False when the text must be read instead (an old kernel, or a
   // mapping whose name cannot be had); nothing of this pid's maps is kept then.
@@ -427,13 +470,14 @@ class InUseScanner {
       if (error == ENOTTY || error == EINVAL) no_procmap_query_.store(true);
       if (error != 0) break;
       const FileId file{make_device(mapping.major, mapping.minor), mapping.inode};
-      if (mapping.inode == 0 || devices_.count(file.device) == 0) continue;
+      if (mapping.inode == 0 || gate_.count(file.device) == 0) continue;
       const std::uint64_t length = mapping.end - mapping.start;
       if (merge_mapping(out, first_of_pid, file, length)) continue;
       if (query_mapping_name(maps.get(), mapping.start, name) != 0) break;
       if (name.empty() || name.front() != '/') continue;
       bool deleted = false;
-      (void)strip_deleted(name, deleted);
+      const std::string_view original = strip_deleted(name, deleted);
+      if (devices_.empty() && !path_wanted(original)) continue;
       add(out, pid, HoldKind::kMap, -1, file, name, deleted, length);
       if (deleted) size_from_map_files(proc_fd, path, range_text(mapping), out.holders.back());
     }
@@ -465,14 +509,14 @@ class InUseScanner {
   int scan_link(int proc_fd, const char* name, int pid, HoldKind how, Partial& out,
                 Scratch& scratch) {
     struct stat info {};
-    if (by_device_) {
-      // The device decides: the link is read only for a file on a wanted device.
-      if (::fstatat(proc_fd, name, &info, 0) != 0) {
+    // Through the gate, the link is read only for a file on a wanted device.
+    if (gated_) {
+      if (!gate_stat(proc_fd, name, info)) {
         const int error = errno;
         if (refused(error)) mark_unreadable(out, pid);
         return error;
       }
-      if (devices_.count(file_id_of(info).device) == 0) return 0;
+      if (!in_gate(info)) return 0;
     }
     char* target = scratch.link.data();
     const ssize_t got = ::readlinkat(proc_fd, name, target, scratch.link.size());
@@ -485,7 +529,7 @@ class InUseScanner {
     const std::string_view shown(target, static_cast<std::size_t>(got));
     const std::string_view original = strip_deleted(shown, deleted);
     if (devices_.empty() && !path_wanted(original)) return 0;
-    if (!by_device_ && !link_identity(proc_fd, name, original, deleted, info)) return 0;
+    if (!gated_ && !link_identity(proc_fd, name, original, deleted, info)) return 0;
     const FileId file = file_id_of(info);
     if (!wanted(original, file.device)) return 0;
     add(out, pid, how, -1, file, shown, deleted, static_cast<std::uint64_t>(info.st_size));
@@ -556,8 +600,10 @@ class InUseScanner {
   const Context& context_;
   const ScanOptions& options_;
   const bool live_;
-  // Live host, device filter, no path filter: stat before readlink, maps by PROCMAP_QUERY.
-  const bool by_device_;
+  // Live host, the devices of wanted files known (open_gate): stat before readlink,
+  // maps by PROCMAP_QUERY.
+  bool gated_ = false;
+  std::unordered_set<std::uint64_t> gate_;
   std::atomic<bool> no_procmap_query_{false};
   std::unordered_set<std::uint64_t> devices_;
   std::vector<std::string> prefixes_;

@@ -1,6 +1,7 @@
 #include "core/kernel/mountinfo.h"
 
 #include <fmt/format.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <array>
@@ -163,6 +164,38 @@ bool lookup_stays_local(const std::vector<MountEntry>& mounts,
     found = true;
   }
   return found;
+}
+
+std::optional<std::vector<std::uint64_t>> devices_below(const std::vector<MountEntry>& mounts,
+                                                        const std::filesystem::path& host_path) {
+  // One superblock, one st_dev, for every file: what maps' dev column shows too.
+  static constexpr std::array<std::string_view, 9> kOneDevice = {
+      "tmpfs", "devtmpfs", "ramfs", "ext2", "ext3", "ext4", "xfs", "f2fs", "vfat"};
+  if (!host_path.is_absolute()) return std::nullopt;
+  std::string path = host_path.lexically_normal().string();
+  if (path.size() > 1 && path.back() == '/') path.pop_back();
+  const MountEntry* holding = find_mount(mounts, path);
+  if (holding == nullptr) return std::nullopt;
+  std::vector<std::uint64_t> devices;
+  for (const MountEntry& mount : mounts) {
+    const bool same_point = mount.mount_point == holding->mount_point;
+    if (!same_point && !is_prefix_path(path, mount.mount_point)) continue;
+    if (std::find(kOneDevice.begin(), kOneDevice.end(), mount.fstype) == kOneDevice.end()) {
+      return std::nullopt;
+    }
+    const std::string_view text = mount.device;
+    const std::size_t colon = text.find(':');
+    unsigned major_number = 0;
+    unsigned minor_number = 0;
+    if (colon == std::string_view::npos ||
+        std::from_chars(text.data(), text.data() + colon, major_number).ec != std::errc() ||
+        std::from_chars(text.data() + colon + 1, text.data() + text.size(), minor_number).ec !=
+            std::errc()) {
+      return std::nullopt;
+    }
+    devices.push_back(static_cast<std::uint64_t>(makedev(major_number, minor_number)));
+  }
+  return devices;
 }
 
 }  // namespace headroom

@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -15,6 +17,7 @@
 #include <fstream>
 
 #include "core/inuse/inuse_index.h"
+#include "core/kernel/mountinfo.h"
 #include "core/kernel/proc_pid_stat.h"
 
 namespace headroom {
@@ -101,6 +104,26 @@ const headroom::Holder* find(const InUseIndex& index, std::string_view path, Hol
   return nullptr;
 }
 
+// Two scans of one child found the same holders, field for field; sizes of the files
+// under `dir` only: the child's stdout may be a log that other tests grow between the
+// two scans (ctest -j2 writes LastTest.log).
+void expect_same_holders(const InUseIndex& fast, const InUseIndex& slow, const fs::path& dir) {
+  ASSERT_EQ(fast.all().size(), slow.all().size());
+  for (std::size_t i = 0; i < fast.all().size(); ++i) {
+    const headroom::Holder& a = fast.all()[i];
+    const headroom::Holder& b = slow.all()[i];
+    EXPECT_EQ(a.pid, b.pid);
+    EXPECT_EQ(a.how, b.how) << a.path;
+    EXPECT_EQ(a.fd, b.fd) << a.path;
+    EXPECT_EQ(a.file, b.file) << a.path;
+    EXPECT_EQ(a.path, b.path);
+    EXPECT_EQ(a.deleted, b.deleted) << a.path;
+    if (a.path.starts_with(dir.native())) {
+      EXPECT_EQ(a.size_bytes, b.size_bytes) << a.path;
+    }
+  }
+}
+
 TEST(ScanInUse, SeesOpenMappedAfterCloseDeletedAndCwd) {
   const fs::path dir = scratch("live");
   const Holder child(dir);
@@ -163,28 +186,100 @@ TEST(ScanInUse, DeviceFilterKeepsOnlyThatDeviceAndFindsWhatTheTextFinds) {
   ASSERT_TRUE(fast) << fast.error().message;
   ASSERT_TRUE(slow) << slow.error().message;
   EXPECT_EQ(fast->holders_on_device(file_id(dir)->device).size(), fast->all().size());
-  ASSERT_EQ(fast->all().size(), slow->all().size());
-  for (std::size_t i = 0; i < fast->all().size(); ++i) {
-    const headroom::Holder& a = fast->all()[i];
-    const headroom::Holder& b = slow->all()[i];
-    EXPECT_EQ(a.pid, b.pid);
-    EXPECT_EQ(a.how, b.how) << a.path;
-    EXPECT_EQ(a.fd, b.fd) << a.path;
-    EXPECT_EQ(a.file, b.file) << a.path;
-    EXPECT_EQ(a.path, b.path);
-    EXPECT_EQ(a.deleted, b.deleted) << a.path;
-    // The child's own files; its stdout may be a log on this device that other tests grow
-    // between the two scans (ctest -j2 writes LastTest.log).
-    if (a.path.starts_with(dir.native())) {
-      EXPECT_EQ(a.size_bytes, b.size_bytes) << a.path;
-    }
-  }
+  expect_same_holders(*fast, *slow, dir);
   EXPECT_GE(fast->holders_under(dir).size(), 5u);
   const auto* deleted_mapped = find(*fast, (dir / "deleted-mapped").native(), HoldKind::kMap);
   ASSERT_NE(deleted_mapped, nullptr);
   EXPECT_TRUE(deleted_mapped->deleted);
   EXPECT_EQ(deleted_mapped->size_bytes, 4096u);
   EXPECT_NE(find(*fast, (dir / "mapped").native(), HoldKind::kMap), nullptr);
+  fs::remove_all(dir);
+}
+
+// A path filter on a filesystem whose files all carry its device (ext4, tmpfs, ...) is
+// gated by that device: links are stat'ed before they are read and maps is walked by
+// PROCMAP_QUERY (inuse_scan.cc). With a device filter beside the paths there is no gate,
+// and a device no file is on leaves the path filter alone to decide. Both scans must find
+// the same holders, field for field.
+TEST(ScanInUse, APathFilterGatedByItsDevicesFindsWhatTheTextFinds) {
+  const fs::path dir = scratch("gated");
+  const RealSyscallsContext context;
+  const auto mounts = read_mountinfo(context.get());
+  ASSERT_TRUE(mounts);
+  if (!devices_below(*mounts, dir)) {
+    GTEST_SKIP() << dir << " is on a filesystem whose files have devices of their own";
+  }
+  const Holder child(dir);
+  ScanOptions gated;
+  gated.pids = {child.pid()};
+  gated.path_prefixes = {dir};
+  ScanOptions by_text = gated;
+  by_text.devices = {makedev(4095, 1048575)};
+  const auto fast = scan_in_use(context.get(), gated);
+  const auto slow = scan_in_use(context.get(), by_text);
+  ASSERT_TRUE(fast) << fast.error().message;
+  ASSERT_TRUE(slow) << slow.error().message;
+  ASSERT_EQ(fast->all().size(), 5u);  // open, mapped, deleted-open, deleted-mapped, cwd
+  expect_same_holders(*fast, *slow, dir);
+  fs::remove_all(dir);
+}
+
+// A process in another mount namespace, with a filesystem of its own mounted on the
+// same path, holds a file whose name reads as one under the path asked about. It is
+// not a file under that path as the asker sees it (lsof +D does not show it either):
+// the device gate leaves it out. Before the gate, the text alone made it a holder.
+TEST(ScanInUse, AFileOfAnotherMountNamespaceAtTheSamePathIsNotUnderIt) {
+  const fs::path dir = scratch("other-ns");
+  const RealSyscallsContext context;
+  const auto mounts = read_mountinfo(context.get());
+  ASSERT_TRUE(mounts);
+  if (::geteuid() != 0 || !devices_below(*mounts, dir)) {
+    GTEST_SKIP() << "needs root and a filesystem whose files carry its device";
+  }
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    char answer = 'y';
+    int theirs = -1;
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("headroom-test", dir.c_str(), "tmpfs", 0, "size=1m") != 0) {
+      answer = 'u';
+    } else {
+      theirs = ::open((dir / "theirs").c_str(), O_CREAT | O_RDWR, 0600);
+      if (theirs < 0) answer = 'n';
+    }
+    if (::write(ready[1], &answer, 1) != 1) ::_exit(4);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char answer = 0;
+  EXPECT_EQ(::read(ready[0], &answer, 1), 1);
+  ::close(ready[0]);
+  const auto end_child = [&] {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  };
+  if (answer == 'u') {
+    end_child();
+    GTEST_SKIP() << "no mount namespace could be made";
+  }
+  ASSERT_EQ(answer, 'y');
+  ScanOptions everything;
+  everything.pids = {pid};
+  ScanOptions under_dir = everything;
+  under_dir.path_prefixes = {dir};
+  const auto all = scan_in_use(context.get(), everything);
+  const auto under = scan_in_use(context.get(), under_dir);
+  end_child();
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_TRUE(under) << under.error().message;
+  // The scan sees the child's fd and its name ...
+  EXPECT_NE(find(*all, (dir / "theirs").native(), HoldKind::kFd), nullptr);
+  // ... and that it is not on any filesystem at or below dir.
+  EXPECT_TRUE(under->all().empty()) << under->all().front().path;
   fs::remove_all(dir);
 }
 

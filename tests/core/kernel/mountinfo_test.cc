@@ -1,6 +1,7 @@
 #include "core/kernel/mountinfo.h"
 
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 
 namespace headroom {
 namespace {
@@ -78,6 +79,41 @@ TEST(LookupStaysLocal, EveryMountOnTheWayIsOfALocalType) {
     EXPECT_FALSE(lookup_stays_local(*mounts, remote)) << remote;
   }
   EXPECT_FALSE(lookup_stays_local({}, "/data"));  // no table: nothing is known
+}
+
+// The devices a file at or below a path can be on (inuse_scan.cc tests a link's device
+// before reading it): its own mount, every mount stacked on the same point and every
+// mount below it, and none when one of them gives its files devices of their own.
+TEST(DevicesBelow, EveryMountAtOrBelowThePathWhenEachHasOneDevice) {
+  const std::string table = std::string(kMountinfo) +
+                            "56 27 0:56 / /data rw - xfs /dev/vdc rw\n"
+                            "57 56 0:57 / /data/run/shm rw - tmpfs tmpfs rw\n"
+                            "58 56 0:58 / /data2 rw - ext4 /dev/vdd rw\n"
+                            "59 27 0:59 / /vol rw - btrfs /dev/vde rw\n"
+                            "60 27 0:60 / /mixed rw - ext4 /dev/vdf rw\n"
+                            "61 60 0:61 / /mixed/layers rw - overlay overlay rw\n"
+                            "62 27 0:62 / /mixed/proc rw - proc proc rw\n";
+  auto mounts = parse_mountinfo(table);
+  ASSERT_TRUE(mounts);
+  using Devices = std::vector<std::uint64_t>;
+  const auto dev = [](unsigned major_number, unsigned minor_number) {
+    return static_cast<std::uint64_t>(makedev(major_number, minor_number));
+  };
+  EXPECT_EQ(devices_below(*mounts, "/data"), (Devices{dev(0, 56), dev(0, 57)}));
+  EXPECT_EQ(devices_below(*mounts, "/data/"), (Devices{dev(0, 56), dev(0, 57)}));
+  EXPECT_EQ(devices_below(*mounts, "/data/run/shm/x"), (Devices{dev(0, 57)}));
+  EXPECT_EQ(devices_below(*mounts, "/data/run"), (Devices{dev(0, 56), dev(0, 57)}));
+  // Both tmpfs mounts on /dev/shm: a file opened before the second hid the first
+  // still reads as /dev/shm/...
+  EXPECT_EQ(devices_below(*mounts, "/dev/shm"), (Devices{dev(0, 23), dev(0, 27)}));
+  EXPECT_EQ(devices_below(*mounts, "/home/u"), (Devices{dev(254, 0)}));
+  // A btrfs subvolume's files, an overlay's and proc's have devices of their own.
+  EXPECT_FALSE(devices_below(*mounts, "/vol/sub"));
+  EXPECT_FALSE(devices_below(*mounts, "/mixed"));
+  EXPECT_FALSE(devices_below(*mounts, "/"));
+  EXPECT_EQ(devices_below(*mounts, "/mixed/data"), (Devices{dev(0, 60)}));
+  EXPECT_FALSE(devices_below(*mounts, "data"));  // relative: no mount holds it
+  EXPECT_FALSE(devices_below({}, "/data"));      // no table: nothing is known
 }
 
 }  // namespace
