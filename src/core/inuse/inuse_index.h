@@ -69,8 +69,8 @@ struct Holder {
 /// A process that holds at least one indexed file.
 struct ProcessInfo {
   int pid = 0;
-  /// The owner of /proc/<pid> (its effective uid, as ps shows); the real uid
-  /// from status when that owner is root (root, or a non-dumpable process).
+  /// The owner of /proc/<pid> (its effective uid, as ps shows, non-dumpable or
+  /// not); in a recorded tree whose /proc/<pid> is root's, the uid in its status.
   uid_t uid = 0;
   std::string user;     ///< name from <root>/etc/passwd, or the uid as text
   std::string command;  ///< comm (at most 15 chars)

@@ -537,9 +537,11 @@ class InUseScanner {
   }
 
   // Command line, command name and uid, only for pids that hold something.
-  // The owner of /proc/<pid> is the process's effective uid, except that a
-  // non-dumpable process shows as root: only then is the costlier status
-  // read (perf: status is ~5x the kernel work of comm + stat).
+  // The owner of /proc/<pid> itself is the process's effective uid, a
+  // non-dumpable one's too (task_dump_owner makes only the files below it
+  // root's; procps relies on it), so the live host reads comm and stat, not
+  // status (~5x their kernel work). A recorded tree's directories belong to
+  // whoever recorded it: when that is root, its status says whose it is.
   void describe(int proc_fd, PidPath& path, int pid, Partial& out, Scratch& scratch) const {
     ProcessInfo& info = out.processes.emplace_back();
     info.pid = pid;
@@ -553,7 +555,7 @@ class InUseScanner {
       std::replace(info.cmdline.begin(), info.cmdline.end(), '\0', ' ');
     }
     struct stat owner {};
-    if (::fstatat(proc_fd, path.dir(), &owner, 0) == 0 && owner.st_uid != 0) {
+    if (::fstatat(proc_fd, path.dir(), &owner, 0) == 0 && (live_ || owner.st_uid != 0)) {
       info.uid = owner.st_uid;
       if (auto text = scratch.text.read(proc_fd, path.at("comm"), 256, true)) {
         std::string_view comm = *text;

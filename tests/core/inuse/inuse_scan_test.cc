@@ -2,6 +2,7 @@
 // recorded-style tree under a root prefix.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -280,6 +281,64 @@ TEST(ScanInUse, AFileOfAnotherMountNamespaceAtTheSamePathIsNotUnderIt) {
   EXPECT_NE(find(*all, (dir / "theirs").native(), HoldKind::kFd), nullptr);
   // ... and that it is not on any filesystem at or below dir.
   EXPECT_TRUE(under->all().empty()) << under->all().front().path;
+  fs::remove_all(dir);
+}
+
+// A child that holds `file` open with the given real and effective uid, until killed.
+pid_t hold_as(const fs::path& file, uid_t real, uid_t effective) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    const bool ok = fd >= 0 && ::setresuid(real, effective, effective) == 0;
+    if (::write(ready[1], ok ? "y" : "n", 1) != 1) ::_exit(4);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char answer = 0;
+  const bool ok = ::read(ready[0], &answer, 1) == 1 && answer == 'y';
+  ::close(ready[0]);
+  if (!ok) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return -1;
+  }
+  return pid;
+}
+
+// A holder's user is its effective uid, as ps's USER shows it: a process that dropped
+// root for another user is not dumpable any more (its /proc/<pid>/status is root's) and
+// is that user's; one whose effective uid is root is root's, whoever started it.
+TEST(ScanInUse, AHoldersUserIsItsEffectiveUidDumpableOrNot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to change uids";
+  const fs::path dir = scratch("owners");
+  write_file(dir / "held", 10);
+  const RealSyscallsContext context;
+  const pid_t dropped = hold_as(dir / "held", 65534, 65534);
+  const pid_t setuid_root = hold_as(dir / "held", 65534, 0);
+  ASSERT_GT(dropped, 0);
+  ASSERT_GT(setuid_root, 0);
+  struct stat status {};
+  ASSERT_EQ(::stat(fmt::format("/proc/{}/status", dropped).c_str(), &status), 0);
+  EXPECT_EQ(status.st_uid, 0u) << "a process that dropped root should not be dumpable";
+  ScanOptions options;
+  options.pids = {dropped, setuid_root};
+  options.path_prefixes = {dir};
+  const auto index = scan_in_use(context.get(), options);
+  for (const pid_t pid : {dropped, setuid_root}) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  ASSERT_TRUE(index) << index.error().message;
+  ASSERT_EQ(index->all().size(), 2u);
+  ASSERT_NE(index->process(dropped), nullptr);
+  ASSERT_NE(index->process(setuid_root), nullptr);
+  EXPECT_EQ(index->process(dropped)->uid, 65534u);
+  EXPECT_EQ(index->process(setuid_root)->uid, 0u);
+  EXPECT_FALSE(index->process(dropped)->command.empty());
+  EXPECT_FALSE(index->process(setuid_root)->command.empty());
   fs::remove_all(dir);
 }
 
