@@ -254,11 +254,15 @@ class InUseScanner {
   // The gate's stat through a magic link: the target's device, inode and size
   // without reading a path, and from the attributes in memory (AT_STATX_DONT_SYNC:
   // NFS or FUSE ask no server, so a holder on a dead mount cannot hang the scan).
-  // False, errno set, when it cannot be had.
+  // False, errno set, when it cannot be had. A sandbox whose seccomp profile predates
+  // statx refuses it (EPERM, or ENOSYS, on which glibc's own stand-in refuses
+  // AT_STATX_DONT_SYNC with EINVAL): then fstatat, which may ask the server, rather than
+  // no answer at all.
   [[nodiscard]] static bool gate_stat(int dir_fd, const char* name, struct stat& info) {
     struct statx attributes {};
     if (::statx(dir_fd, name, AT_STATX_DONT_SYNC, STATX_INO | STATX_SIZE, &attributes) != 0) {
-      return false;
+      const bool refused = errno == ENOSYS || errno == EPERM || errno == EINVAL;
+      return refused && ::fstatat(dir_fd, name, &info, 0) == 0;
     }
     info.st_dev = makedev(attributes.stx_dev_major, attributes.stx_dev_minor);
     info.st_ino = attributes.stx_ino;

@@ -4,11 +4,15 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,6 +226,52 @@ TEST(ScanInUse, APathFilterGatedByItsDevicesFindsWhatTheTextFinds) {
   ASSERT_TRUE(slow) << slow.error().message;
   ASSERT_EQ(fast->all().size(), 5u);  // open, mapped, deleted-open, deleted-mapped, cwd
   expect_same_holders(*fast, *slow, dir);
+  fs::remove_all(dir);
+}
+
+// In a sandbox whose seccomp profile refuses statx (older Docker profiles answered
+// EPERM, others ENOSYS), the gated scan must still find every holder: a refused stat
+// would otherwise drop every link, and who would say that nobody holds anything.
+TEST(ScanInUse, AGatedScanWhereStatxIsRefusedStillFindsEveryHolder) {
+  const fs::path dir = scratch("no-statx");
+  const RealSyscallsContext context;
+  const auto mounts = read_mountinfo(context.get());
+  ASSERT_TRUE(mounts);
+  if (!devices_below(*mounts, dir)) GTEST_SKIP() << dir << ": no gate on this filesystem";
+  const Holder child(dir);
+  for (const int refusal : {ENOSYS, EPERM}) {
+    int result[2];
+    ASSERT_EQ(::pipe(result), 0);
+    const pid_t scanner = ::fork();
+    if (scanner == 0) {
+      ::close(result[0]);
+      std::array<sock_filter, 4> program = {{
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_statx, 0, 1),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | static_cast<unsigned>(refusal)),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      }};
+      sock_fprog filter{static_cast<unsigned short>(program.size()), program.data()};
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+          ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) != 0) {
+        ::_exit(5);
+      }
+      ScanOptions options;
+      options.pids = {child.pid()};
+      options.path_prefixes = {dir};
+      const auto index = scan_in_use(context.get(), options);
+      const char found = index ? static_cast<char>(index->holders_under(dir).size()) : -1;
+      if (::write(result[1], &found, 1) != 1) ::_exit(4);
+      ::_exit(0);
+    }
+    ::close(result[1]);
+    char found = 0;
+    EXPECT_EQ(::read(result[0], &found, 1), 1) << "the scanner could not install its filter";
+    ::close(result[0]);
+    int status = 0;
+    ::waitpid(scanner, &status, 0);
+    EXPECT_EQ(found, 5) << "with statx refused by errno " << refusal;
+  }
   fs::remove_all(dir);
 }
 
