@@ -174,10 +174,8 @@ class InUseScanner {
     if (!proc_fd.ok()) return fail(Error::from_errno(errno, proc.string()));
     const int self_pid = own_pid(proc_fd.get());
     const auto mounts = read_mountinfo(context_);
-    if (mounts) {
-      index_.hidepid_ = hidepid_active(*mounts);
-      open_gate(*mounts);
-    }
+    if (mounts) index_.hidepid_ = hidepid_active(*mounts);
+    open_gate(mounts ? &*mounts : nullptr);
     index_.outer_pid_namespaces_hidden_ = !sees_initial_pid_namespace(context_);
 
     std::vector<int> pids;
@@ -232,16 +230,17 @@ class InUseScanner {
   // gate is then a first test, by stat (no d_path) and PROCMAP_QUERY (no maps text),
   // before the path filter; a file of another mount namespace whose path reads as one
   // under a wanted path but is on no wanted device is not the file asked about.
-  void open_gate(const std::vector<MountEntry>& mounts) {
+  // Without a mount table the devices below a path are not known.
+  void open_gate(const std::vector<MountEntry>* mounts) {
     if (!live_) return;
     if (prefixes_.empty()) {
       gate_ = devices_;
       gated_ = !gate_.empty();
       return;
     }
-    if (!devices_.empty()) return;
+    if (!devices_.empty() || mounts == nullptr) return;
     for (const auto& prefix : options_.path_prefixes) {
-      const auto devices = devices_below(mounts, prefix);
+      const auto devices = devices_below(*mounts, prefix);
       if (!devices) {
         gate_.clear();
         return;
@@ -436,6 +435,8 @@ class InUseScanner {
       const std::string_view original = strip_deleted(parsed->path, deleted);
       if (devices_.empty() && !path_wanted(original)) continue;
       const FileId file = map_identity(*parsed, original, deleted);
+      // The gate holds on a kernel without PROCMAP_QUERY too.
+      if (gated_ && gate_.count(file.device) == 0) continue;
       if (!wanted(original, file.device)) continue;
       const std::uint64_t length = parsed->end - parsed->start;
       if (merge_mapping(out, first_of_pid, file, length)) continue;

@@ -300,7 +300,12 @@ TEST(ScanInUse, AFileOfAnotherMountNamespaceAtTheSamePathIsNotUnderIt) {
       answer = 'u';
     } else {
       theirs = ::open((dir / "theirs").c_str(), O_CREAT | O_RDWR, 0600);
-      if (theirs < 0) answer = 'n';
+      // And one mapped after close: maps names it under dir too.
+      const int mapped = ::open((dir / "theirs-mapped").c_str(), O_CREAT | O_RDWR, 0600);
+      const bool sized = mapped >= 0 && ::ftruncate(mapped, 4096) == 0;
+      void* map = sized ? ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, mapped, 0) : MAP_FAILED;
+      if (mapped >= 0) ::close(mapped);
+      if (theirs < 0 || map == MAP_FAILED) answer = 'n';
     }
     if (::write(ready[1], &answer, 1) != 1) ::_exit(4);
     for (;;) ::pause();
@@ -327,8 +332,9 @@ TEST(ScanInUse, AFileOfAnotherMountNamespaceAtTheSamePathIsNotUnderIt) {
   end_child();
   ASSERT_TRUE(all) << all.error().message;
   ASSERT_TRUE(under) << under.error().message;
-  // The scan sees the child's fd and its name ...
+  // The scan sees the child's fd, its mapping and their names ...
   EXPECT_NE(find(*all, (dir / "theirs").native(), HoldKind::kFd), nullptr);
+  EXPECT_NE(find(*all, (dir / "theirs-mapped").native(), HoldKind::kMap), nullptr);
   // ... and that it is not on any filesystem at or below dir.
   EXPECT_TRUE(under->all().empty()) << under->all().front().path;
   fs::remove_all(dir);
