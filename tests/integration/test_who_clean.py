@@ -442,3 +442,56 @@ def test_a_holder_on_a_dead_mount_does_not_hang_the_scans(scratch, hung_getattr_
         rc, body = sections[who]
         assert rc == 1, (who, result.stdout)  # answered: nobody holds it
         assert json.loads(body)["paths"][0]["holders"] == [], body
+
+
+HIDDEN_HOLDER = r'''
+import ctypes, mmap, os, sys, time
+scratch = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+log = open(f"{scratch}/early.log", "rb")
+fd = os.open(f"{scratch}/run7/ckpt", os.O_RDONLY)
+assert libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0) not in (None, 2**64 - 1)
+os.close(fd)
+os.chdir(f"{scratch}/run7")
+print("READY", flush=True)
+time.sleep(600)
+'''
+
+HIDDEN = r'''
+mount -t tmpfs headroom-test-root "$WORK"
+mkdir -p "$WORK/scratch/run7"
+head -c 4096 /dev/zero > "$WORK/scratch/early.log"
+head -c 4096 /dev/zero > "$WORK/scratch/run7/ckpt"
+"$PY" -c "$HIDDEN_HOLDER" "$WORK/scratch" > "$OUT/holder.out" &
+holder=$!
+for _ in $(seq 100); do grep -q READY "$OUT/holder.out" 2>/dev/null && break; sleep 0.1; done
+# The local disk is mounted on the scratch dir after the job started writing there.
+mount -t tmpfs headroom-test-disk "$WORK/scratch"
+mkdir "$WORK/scratch/run7"
+"$HEADROOM" --json who "$WORK/scratch" > "$OUT/scratch.json" || echo "who rc=$?"
+"$HEADROOM" --json who "$WORK/scratch/run7" > "$OUT/run7.json" || echo "who rc=$?"
+kill -9 $holder
+'''
+
+
+def test_who_lists_the_files_a_later_mount_hid(scratch):
+    """A job opened files in a scratch dir before a disk was mounted on it (or on a dir
+    above it): they are on the filesystem mounted over, hidden, and still read as
+    scratch/... `who` listed them by that name before its scan tested devices first; the
+    devices it tests must include those of the mounts on the way, not only the ones at
+    and below the path."""
+    work = scratch / "hidden"
+    work.mkdir()
+    result = in_namespace(HIDDEN, env={"WORK": str(work), "OUT": str(scratch),
+                                       "HIDDEN_HOLDER": HIDDEN_HOLDER})
+    assert result.returncode == 0, result.stdout + result.stderr
+    held = {}
+    for name in ("scratch", "run7"):
+        answer = json.loads((scratch / f"{name}.json").read_text())
+        held[name] = sorted((holder["how"], os.path.relpath(holder["file"], work))
+                            for holder in answer["paths"][0]["holders"])
+    assert held["scratch"] == [("cwd", "scratch/run7"), ("fd", "scratch/early.log"),
+                               ("mmap", "scratch/run7/ckpt")], held
+    assert held["run7"] == [("cwd", "scratch/run7"), ("mmap", "scratch/run7/ckpt")], held

@@ -15,7 +15,7 @@
 //   (cwd and root still are: a kernel thread's are "/").
 // - On the live host, when the devices a wanted file can be on are known (a
 //   device filter: check, clean, du -x, watch; or who's paths, when every mount
-//   at and below them gives its files its own device), the device is tested
+//   on the way to and below them gives its files its own device), the device is tested
 //   first: fd, cwd, root and exe links are stat'ed (statx from cached
 //   attributes) and read (readlinkat, a d_path in the kernel) only when they
 //   are on a wanted device, and maps is walked with the PROCMAP_QUERY ioctl
@@ -225,8 +225,9 @@ class InUseScanner {
   }
 
   // On the live host, the devices a wanted file can be on, when they are known: those
-  // asked for (no path filter), or those of the mounts at and below every path asked
-  // for, when each of them gives all its files its own device (devices_below). The
+  // asked for (no path filter), or those of the mounts on the way to and below every
+  // path asked for, when each of them gives all its files its own device (devices_below:
+  // a file opened before a later mount hid its directory still reads as under it). The
   // gate is then a first test, by stat (no d_path) and PROCMAP_QUERY (no maps text),
   // before the path filter; a file of another mount namespace whose path reads as one
   // under a wanted path but is on no wanted device is not the file asked about.

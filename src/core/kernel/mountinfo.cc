@@ -174,12 +174,15 @@ std::optional<std::vector<std::uint64_t>> devices_below(const std::vector<MountE
   if (!host_path.is_absolute()) return std::nullopt;
   std::string path = host_path.lexically_normal().string();
   if (path.size() > 1 && path.back() == '/') path.pop_back();
-  const MountEntry* holding = find_mount(mounts, path);
-  if (holding == nullptr) return std::nullopt;
+  if (find_mount(mounts, path) == nullptr) return std::nullopt;
   std::vector<std::uint64_t> devices;
   for (const MountEntry& mount : mounts) {
-    const bool same_point = mount.mount_point == holding->mount_point;
-    if (!same_point && !is_prefix_path(path, mount.mount_point)) continue;
+    // A file whose name reads as one at or below the path is on a mount below it, or on
+    // one on the way to it: a file opened before a later mount on the path or above it
+    // hid its directory still reads so, and that filesystem is the one mounted over.
+    if (!is_prefix_path(mount.mount_point, path) && !is_prefix_path(path, mount.mount_point)) {
+      continue;
+    }
     if (std::find(kOneDevice.begin(), kOneDevice.end(), mount.fstype) == kOneDevice.end()) {
       return std::nullopt;
     }

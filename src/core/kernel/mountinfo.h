@@ -50,11 +50,12 @@ struct MountEntry {
 /// or one with a "..".
 [[nodiscard]] bool lookup_stays_local(const std::vector<MountEntry>& mounts,
                                       const std::filesystem::path& host_path);
-/// The devices (st_dev) every file at or below `host_path` is on: the mounts on
-/// that very mount point (stacked ones too) and every mount below it. nullopt
-/// unless each of them is of a type whose files all carry the mount's own device
-/// in stat and in /proc/<pid>/maps (tmpfs, ext4, xfs, ...): a btrfs subvolume or
-/// an overlay's file has a device of its own, and so does an unknown type.
+/// The devices (st_dev) every file whose name reads as one at or below `host_path` is
+/// on: every mount on the way to it, hidden or not (a file opened before a later mount
+/// hid its directory keeps its name), and every mount below it. nullopt unless each of
+/// them is of a type whose files all carry the mount's own device in stat and in
+/// /proc/<pid>/maps (tmpfs, ext4, xfs, ...): a btrfs subvolume or an overlay's file has
+/// a device of its own, and so does an unknown type.
 [[nodiscard]] std::optional<std::vector<std::uint64_t>> devices_below(
     const std::vector<MountEntry>& mounts, const std::filesystem::path& host_path);
 

@@ -82,9 +82,9 @@ TEST(LookupStaysLocal, EveryMountOnTheWayIsOfALocalType) {
 }
 
 // The devices a file at or below a path can be on (inuse_scan.cc tests a link's device
-// before reading it): its own mount, every mount stacked on the same point and every
-// mount below it, and none when one of them gives its files devices of their own.
-TEST(DevicesBelow, EveryMountAtOrBelowThePathWhenEachHasOneDevice) {
+// before reading it): every mount on the way to it, hidden or not, and every mount below
+// it, and none when one of them gives its files devices of their own.
+TEST(DevicesBelow, EveryMountOnTheWayAndBelowThePathWhenEachHasOneDevice) {
   const std::string table = std::string(kMountinfo) +
                             "56 27 0:56 / /data rw - xfs /dev/vdc rw\n"
                             "57 56 0:57 / /data/run/shm rw - tmpfs tmpfs rw\n"
@@ -99,21 +99,45 @@ TEST(DevicesBelow, EveryMountAtOrBelowThePathWhenEachHasOneDevice) {
   const auto dev = [](unsigned major_number, unsigned minor_number) {
     return static_cast<std::uint64_t>(makedev(major_number, minor_number));
   };
-  EXPECT_EQ(devices_below(*mounts, "/data"), (Devices{dev(0, 56), dev(0, 57)}));
-  EXPECT_EQ(devices_below(*mounts, "/data/"), (Devices{dev(0, 56), dev(0, 57)}));
-  EXPECT_EQ(devices_below(*mounts, "/data/run/shm/x"), (Devices{dev(0, 57)}));
-  EXPECT_EQ(devices_below(*mounts, "/data/run"), (Devices{dev(0, 56), dev(0, 57)}));
+  const Devices data{dev(254, 0), dev(0, 56), dev(0, 57)};
+  EXPECT_EQ(devices_below(*mounts, "/data"), data);
+  EXPECT_EQ(devices_below(*mounts, "/data/"), data);
+  EXPECT_EQ(devices_below(*mounts, "/data/run/shm/x"), data);
+  EXPECT_EQ(devices_below(*mounts, "/data/run"), data);
   // Both tmpfs mounts on /dev/shm: a file opened before the second hid the first
-  // still reads as /dev/shm/...
-  EXPECT_EQ(devices_below(*mounts, "/dev/shm"), (Devices{dev(0, 23), dev(0, 27)}));
+  // still reads as /dev/shm/..., and so does one opened on /dev or / before them.
+  EXPECT_EQ(devices_below(*mounts, "/dev/shm"),
+            (Devices{dev(254, 0), dev(0, 6), dev(0, 23), dev(0, 27)}));
   EXPECT_EQ(devices_below(*mounts, "/home/u"), (Devices{dev(254, 0)}));
   // A btrfs subvolume's files, an overlay's and proc's have devices of their own.
   EXPECT_FALSE(devices_below(*mounts, "/vol/sub"));
   EXPECT_FALSE(devices_below(*mounts, "/mixed"));
   EXPECT_FALSE(devices_below(*mounts, "/"));
-  EXPECT_EQ(devices_below(*mounts, "/mixed/data"), (Devices{dev(0, 60)}));
+  EXPECT_EQ(devices_below(*mounts, "/mixed/data"), (Devices{dev(254, 0), dev(0, 60)}));
   EXPECT_FALSE(devices_below(*mounts, "data"));  // relative: no mount holds it
   EXPECT_FALSE(devices_below({}, "/data"));      // no table: nothing is known
+}
+
+// A job wrote to /scratch before the local disk was mounted there: its file is on the
+// root filesystem, hidden under /scratch, and still reads as /scratch/... (who listed it
+// by that name before the gate). The mount on the way, not only the one holding the
+// path, is where such a file is; when that one is an overlay (a container's root), its
+// devices are not known.
+TEST(DevicesBelow, AMountOnTheWayHoldsWhatALaterMountHid) {
+  auto host = parse_mountinfo(
+      "27 1 254:0 / / rw - ext4 /dev/vda rw\n"
+      "70 27 259:1 / /scratch rw - xfs /dev/nvme0n1p1 rw\n");
+  ASSERT_TRUE(host);
+  using Devices = std::vector<std::uint64_t>;
+  const Devices both{makedev(254, 0), makedev(259, 1)};
+  EXPECT_EQ(devices_below(*host, "/scratch"), both);
+  EXPECT_EQ(devices_below(*host, "/scratch/run7"), both);
+  auto container = parse_mountinfo(
+      "500 400 0:90 / / rw - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n"
+      "501 500 0:91 / /dev rw,nosuid - tmpfs tmpfs rw,mode=755\n"
+      "502 501 0:92 / /dev/shm rw - tmpfs shm rw,size=65536k\n");
+  ASSERT_TRUE(container);
+  EXPECT_FALSE(devices_below(*container, "/dev/shm"));
 }
 
 }  // namespace
