@@ -201,11 +201,10 @@ TEST(ScanInUse, DeviceFilterKeepsOnlyThatDeviceAndFindsWhatTheTextFinds) {
   fs::remove_all(dir);
 }
 
-// A path filter on a filesystem whose files all carry its device (ext4, tmpfs, ...) is
-// gated by that device: links are stat'ed before they are read and maps is walked by
-// PROCMAP_QUERY (inuse_scan.cc). With a device filter beside the paths there is no gate,
-// and a device no file is on leaves the path filter alone to decide. Both scans must find
-// the same holders, field for field.
+// A path filter on a filesystem whose files all carry its device (ext4, tmpfs, ...) also
+// tests the device of a file whose name matched (inuse_scan.cc). With a device filter
+// beside the paths there is no such test, and a device no file is on leaves the path
+// filter alone to decide. Both scans must find the same holders, field for field.
 TEST(ScanInUse, APathFilterGatedByItsDevicesFindsWhatTheTextFinds) {
   const fs::path dir = scratch("gated");
   const RealSyscallsContext context;
@@ -238,6 +237,9 @@ TEST(ScanInUse, AGatedScanWhereStatxIsRefusedStillFindsEveryHolder) {
   const auto mounts = read_mountinfo(context.get());
   ASSERT_TRUE(mounts);
   if (!devices_below(*mounts, dir)) GTEST_SKIP() << dir << ": no gate on this filesystem";
+  struct stat dir_info {};
+  ASSERT_EQ(::stat(dir.c_str(), &dir_info), 0);
+  const auto device = static_cast<std::uint64_t>(dir_info.st_dev);
   const Holder child(dir);
   for (const int refusal : {ENOSYS, EPERM}) {
     int result[2];
@@ -258,7 +260,7 @@ TEST(ScanInUse, AGatedScanWhereStatxIsRefusedStillFindsEveryHolder) {
       }
       ScanOptions options;
       options.pids = {child.pid()};
-      options.path_prefixes = {dir};
+      options.devices = {device};  // a scan by device tests the device first
       const auto index = scan_in_use(context.get(), options);
       const char found = index ? static_cast<char>(index->holders_under(dir).size()) : -1;
       if (::write(result[1], &found, 1) != 1) ::_exit(4);
