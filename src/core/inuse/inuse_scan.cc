@@ -458,7 +458,7 @@ class InUseScanner {
     return true;
   }
 
-  // The maps walk of the gated scan, by PROCMAP_QUERY: the same holders as
+  // The maps walk of the scan by device, by PROCMAP_QUERY: the same holders as
   // the text (the same columns, the same order), the name read only for a mapping on
   // a wanted device. False when the text must be read instead (an old kernel, or a
   // mapping whose name cannot be had); nothing of this pid's maps is kept then.
@@ -483,8 +483,7 @@ class InUseScanner {
       if (query_mapping_name(maps.get(), mapping.start, name) != 0) break;
       if (name.empty() || name.front() != '/') continue;
       bool deleted = false;
-      const std::string_view original = strip_deleted(name, deleted);
-      if (devices_.empty() && !path_wanted(original)) continue;
+      (void)strip_deleted(name, deleted);
       add(out, pid, HoldKind::kMap, -1, file, name, deleted, length);
       if (deleted) size_from_map_files(proc_fd, path, range_text(mapping), out.holders.back());
     }

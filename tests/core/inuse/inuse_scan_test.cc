@@ -205,7 +205,7 @@ TEST(ScanInUse, DeviceFilterKeepsOnlyThatDeviceAndFindsWhatTheTextFinds) {
 // tests the device of a file whose name matched (inuse_scan.cc). With a device filter
 // beside the paths there is no such test, and a device no file is on leaves the path
 // filter alone to decide. Both scans must find the same holders, field for field.
-TEST(ScanInUse, APathFilterGatedByItsDevicesFindsWhatTheTextFinds) {
+TEST(ScanInUse, APathFilterCheckedByItsDevicesFindsWhatTheNameAloneFinds) {
   const fs::path dir = scratch("gated");
   const RealSyscallsContext context;
   const auto mounts = read_mountinfo(context.get());
