@@ -422,10 +422,10 @@ def hung_getattr_fs() -> str:
 
 
 def test_a_holder_on_a_dead_mount_does_not_hang_the_scans(scratch, hung_getattr_fs):
-    """The scans that test a link's device first (clean's, and who's on a tmpfs) stat
-    every fd of every process. A process holding a file on a mount whose server or
-    daemon no longer answers must not make them wait for it: the stat answers from
-    the attributes in memory (AT_STATX_DONT_SYNC), as a readlink never asks either."""
+    """A scan by device (clean's) stats every fd of every process, and who stats the
+    files whose names are under its path. A process holding a file on a mount whose
+    server or daemon no longer answers must not make them wait for it: the stat answers
+    from the attributes in memory (AT_STATX_DONT_SYNC), as a readlink never asks either."""
     data, fuse = scratch / "hung-data", scratch / "hung-fuse"
     data.mkdir()
     fuse.mkdir()

@@ -109,6 +109,14 @@ const headroom::Holder* find(const InUseIndex& index, std::string_view path, Hol
   return nullptr;
 }
 
+// Whether a path scan of `dir` also tests the device of a name that matched: every
+// mount on the way to it and below it gives its files its own device (devices_below).
+bool device_checked(const fs::path& dir) {
+  const RealSyscallsContext context;
+  const auto mounts = read_mountinfo(context.get());
+  return mounts && devices_below(*mounts, dir);
+}
+
 // Two scans of one child found the same holders, field for field; sizes of the files
 // under `dir` only: the child's stdout may be a log that other tests grow between the
 // two scans (ctest -j2 writes LastTest.log).
@@ -208,9 +216,7 @@ TEST(ScanInUse, DeviceFilterKeepsOnlyThatDeviceAndFindsWhatTheTextFinds) {
 TEST(ScanInUse, APathFilterCheckedByItsDevicesFindsWhatTheNameAloneFinds) {
   const fs::path dir = scratch("gated");
   const RealSyscallsContext context;
-  const auto mounts = read_mountinfo(context.get());
-  ASSERT_TRUE(mounts);
-  if (!devices_below(*mounts, dir)) {
+  if (!device_checked(dir)) {
     GTEST_SKIP() << dir << " is on a filesystem whose files have devices of their own";
   }
   const Holder child(dir);
@@ -229,14 +235,11 @@ TEST(ScanInUse, APathFilterCheckedByItsDevicesFindsWhatTheNameAloneFinds) {
 }
 
 // In a sandbox whose seccomp profile refuses statx (older Docker profiles answered
-// EPERM, others ENOSYS), the gated scan must still find every holder: a refused stat
-// would otherwise drop every link, and who would say that nobody holds anything.
-TEST(ScanInUse, AGatedScanWhereStatxIsRefusedStillFindsEveryHolder) {
+// EPERM, others ENOSYS), a scan by device must still find every holder: a refused stat
+// would otherwise drop every link, and clean would take every file for unused.
+TEST(ScanInUse, AScanByDeviceWhereStatxIsRefusedStillFindsEveryHolder) {
   const fs::path dir = scratch("no-statx");
   const RealSyscallsContext context;
-  const auto mounts = read_mountinfo(context.get());
-  ASSERT_TRUE(mounts);
-  if (!devices_below(*mounts, dir)) GTEST_SKIP() << dir << ": no gate on this filesystem";
   struct stat dir_info {};
   ASSERT_EQ(::stat(dir.c_str(), &dir_info), 0);
   const auto device = static_cast<std::uint64_t>(dir_info.st_dev);
@@ -280,13 +283,11 @@ TEST(ScanInUse, AGatedScanWhereStatxIsRefusedStillFindsEveryHolder) {
 // A process in another mount namespace, with a filesystem of its own mounted on the
 // same path, holds a file whose name reads as one under the path asked about. It is
 // not a file under that path as the asker sees it (lsof +D does not show it either):
-// the device gate leaves it out. Before the gate, the text alone made it a holder.
+// the device check leaves it out. Before it, the name alone made it a holder.
 TEST(ScanInUse, AFileOfAnotherMountNamespaceAtTheSamePathIsNotUnderIt) {
   const fs::path dir = scratch("other-ns");
   const RealSyscallsContext context;
-  const auto mounts = read_mountinfo(context.get());
-  ASSERT_TRUE(mounts);
-  if (::geteuid() != 0 || !devices_below(*mounts, dir)) {
+  if (::geteuid() != 0 || !device_checked(dir)) {
     GTEST_SKIP() << "needs root and a filesystem whose files carry its device";
   }
   int ready[2];
