@@ -95,6 +95,10 @@ struct ScanOptions {
   bool exclude_self = true;
   /// Only these pids (empty: every pid in /proc). For cheap re-checks.
   std::vector<int> pids;
+  /// A path scan may read fds and mappings with the kernel's BPF task iterators where
+  /// they are allowed and give the same answer (inuse_scan.cc); false (or the
+  /// environment variable HEADROOM_NO_BPF set): /proc only.
+  bool kernel_iterators = true;
 };
 
 /// The result of one scan. Immutable after scan_in_use returns.
@@ -130,6 +134,8 @@ class InUseIndex {
   /// This /proc is not the initial pid namespace's (a container, `unshare -p`): processes
   /// of the namespaces around it are invisible, though they may share its files.
   [[nodiscard]] bool outer_pid_namespaces_hidden() const { return outer_pid_namespaces_hidden_; }
+  /// The fds and mappings came from the kernel's BPF task iterators, not /proc (ScanOptions).
+  [[nodiscard]] bool by_kernel_iterators() const { return by_kernel_iterators_; }
   /// True when the scan saw every process: none unreadable, no hidepid, no outer pid namespace.
   [[nodiscard]] bool complete() const {
     return unreadable_.empty() && !hidepid_ && !outer_pid_namespaces_hidden_;
@@ -146,6 +152,7 @@ class InUseIndex {
   std::size_t scanned_ = 0;
   bool hidepid_ = false;
   bool outer_pid_namespaces_hidden_ = false;
+  bool by_kernel_iterators_ = false;
 };
 
 /// Scans <root>/proc once. Fails only when /proc itself cannot be opened.

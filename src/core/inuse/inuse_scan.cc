@@ -46,6 +46,7 @@
 #include "core/kernel/proc_pid_stat.h"
 #include "core/kernel/proc_pid_status.h"
 #include "core/kernel/sysvipc_shm.h"
+#include "core/kernel/task_iterators.h"
 #include "core/threads.h"
 #include "core/unique_fd.h"
 #include "core/walk/dirents.h"
@@ -187,7 +188,9 @@ class InUseScanner {
                                   pids.push_back(pid);
                                 });
     index_.scanned_ = pids.size();
-    scan_all(proc_fd.get(), pids, scratch);
+    if (!scan_by_iterators(proc_fd.get(), self_pid, pids, mounts ? &*mounts : nullptr, scratch)) {
+      scan_all(proc_fd.get(), pids, scratch);
+    }
 
     if (options_.include_sysv) {
       if (auto segments = read_sysvipc_shm(context_)) {
@@ -299,6 +302,162 @@ class InUseScanner {
       work(partials[0], scratch);
     }
     merge(partials);
+  }
+
+  // A path scan of the live host by the kernel's task iterators (TaskIterators): the
+  // same holders as scan_all, from one walk of every fd table and mapping in the kernel
+  // instead of a readlink per fd and the maps text of every process. Only where the two
+  // agree by construction: this process's own pid namespace is the one /proc shows, no
+  // overlay or FUSE mount is in its mount namespace (their mappings are backing files,
+  // which the kernel names differently in maps), and a process of another mount
+  // namespace (its own mounts unseen) is scanned through /proc as before. cwd and root
+  // are read from /proc for every process, on another thread while the programs load.
+  // False, nothing changed, when any of that does not hold or the kernel refuses (not
+  // root, lockdown, no BTF): scan_all then.
+  bool scan_by_iterators(int proc_fd, int self_pid, const std::vector<int>& pids,
+                         const std::vector<MountEntry>* mounts, Scratch& scratch) {
+    // (Without maps the executable could not be found by its mapping.)
+    if (!live_ || !options_.kernel_iterators || !options_.include_maps || prefixes_.empty() ||
+        !devices_.empty() || !wanted_pids_.empty() || mounts == nullptr || self_pid != ::getpid()) {
+      return false;
+    }
+    if (std::getenv("HEADROOM_NO_BPF") != nullptr) return false;
+    for (const MountEntry& mount : *mounts) {
+      if (mount.fstype == "overlay" || mount.fstype.starts_with("fuse")) return false;
+    }
+    // cwd and root of every pid on a second thread, while this one loads the programs
+    // (exe: below, where needed).
+    Partial links;
+    std::vector<std::size_t> links_of(pids.size() + 1, 0);
+    const auto read_links = [&](Scratch& mine) {
+      for (std::size_t i = 0; i < pids.size(); ++i) {
+        PidPath path(pids[i]);
+        if (options_.include_cwd_root_exe) {
+          scan_link(proc_fd, path.at("cwd"), pids[i], HoldKind::kCwd, links, mine);
+          scan_link(proc_fd, path.at("root"), pids[i], HoldKind::kRoot, links, mine);
+        }
+        links_of[i + 1] = links.holders.size();
+      }
+    };
+    auto reader = try_start_thread([&] {
+      Scratch own;
+      read_links(own);
+    });
+    auto iterators = TaskIterators::load(prefixes_);
+    auto found = iterators ? iterators->run(options_.include_fds, options_.include_maps)
+                           : Result<KernelFiles>(fail(iterators.error()));
+    if (reader) {
+      reader->join();
+    } else if (found) {
+      read_links(scratch);
+    }
+    if (!found) return false;
+
+    std::unordered_map<int, const KernelTask*> tasks;
+    std::uint64_t own_namespace = 0;
+    for (const KernelTask& task : found->tasks) {
+      tasks.emplace(task.pid, &task);
+      if (task.pid == self_pid) own_namespace = task.mount_namespace;
+    }
+    if (own_namespace == 0) return false;
+    Partial out;
+    auto file = found->files.begin();
+    auto mapping = found->mappings.begin();
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      const int pid = pids[i];
+      const auto [first_link, end_link] = std::pair{links_of[i], links_of[i + 1]};
+      const auto task = tasks.find(pid);
+      // Records of pids /proc did not list (started since): not scanned, as by /proc.
+      while (file != found->files.end() && file->pid < pid) ++file;
+      while (mapping != found->mappings.end() && mapping->pid < pid) ++mapping;
+      const auto files_end =
+          std::find_if(file, found->files.end(), [&](const KernelFile& f) { return f.pid != pid; });
+      const auto mappings_end = std::find_if(mapping, found->mappings.end(),
+                                             [&](const KernelFile& f) { return f.pid != pid; });
+      const std::size_t before = out.holders.size();
+      if (task == tasks.end() || task->second->mount_namespace != own_namespace) {
+        // Gone, started since, or in a mount namespace of its own: through /proc.
+        scan_process(proc_fd, pid, out, scratch);
+      } else {
+        PidPath path(pid);
+        for (; file != files_end; ++file) add_kernel_fd(proc_fd, path, *file, out);
+        const std::size_t first_mapping = out.holders.size();
+        for (; mapping != mappings_end; ++mapping) {
+          add_kernel_mapping(proc_fd, path, *mapping, first_mapping, out);
+        }
+        const bool mapped = out.holders.size() > first_mapping;
+        for (std::size_t l = first_link; l < end_link; ++l) {
+          out.holders.push_back(std::move(links.holders[l]));
+        }
+        // The executable is mapped: only a process with a wanted mapping can have it.
+        if (mapped && options_.include_cwd_root_exe) {
+          scan_link(proc_fd, path.at("exe"), pid, HoldKind::kExe, out, scratch);
+        }
+        if (out.holders.size() > before) {
+          if (options_.include_cmdline) {
+            describe(proc_fd, path, pid, out, scratch);
+          } else {
+            ProcessInfo& info = out.processes.emplace_back();
+            info.pid = pid;
+            info.uid = task->second->euid;
+            info.command.assign(task->second->command);
+          }
+        }
+      }
+      file = files_end;
+      mapping = mappings_end;
+    }
+    out.unreadable.insert(out.unreadable.end(), links.unreadable.begin(), links.unreadable.end());
+    std::array<Partial, 2> partials{std::move(out), Partial{}};
+    merge(partials);
+    index_.by_kernel_iterators_ = true;
+    return true;
+  }
+
+  // A wanted fd: on a filesystem of the device check (one device for all its files: st_dev,
+  // st_ino and st_size are the superblock's device, the inode number and i_size) as the
+  // kernel reported it; elsewhere (btrfs, NFS) stat'ed through /proc as the scan does.
+  void add_kernel_fd(int proc_fd, PidPath& path, const KernelFile& found, Partial& out) const {
+    if (found.name.empty() || found.name.front() != '/') return;
+    bool deleted = false;
+    const std::string_view original = strip_deleted(found.name, deleted);
+    if (!path_wanted(original)) return;
+    FileId file{found.device, found.inode};
+    std::uint64_t size = found.size;
+    if (!checked_) {
+      std::array<char, 32> leaf{};
+      std::snprintf(leaf.data(), leaf.size(), "fd/%d", found.fd);
+      struct stat info {};
+      if (::fstatat(proc_fd, path.at(leaf.data()), &info, 0) != 0) return;  // closed since
+      file = file_id_of(info);
+      size = static_cast<std::uint64_t>(info.st_size);
+    }
+    if (!wanted(original, file.device)) return;
+    add(out, found.pid, HoldKind::kFd, found.fd, file, found.name, deleted, size);
+  }
+
+  void add_kernel_mapping(int proc_fd, PidPath& path, const KernelFile& found,
+                          std::size_t first_of_pid, Partial& out) const {
+    if (found.inode == 0 || found.name.empty() || found.name.front() != '/') return;
+    // The maps text escapes a newline in a name; so does the index.
+    std::string shown(found.name);
+    for (std::size_t at = 0; (at = shown.find('\n', at)) != std::string::npos; at += 4) {
+      shown.replace(at, 1, "\\012");
+    }
+    bool deleted = false;
+    const std::string_view original = strip_deleted(shown, deleted);
+    if (!path_wanted(original)) return;
+    const FileId file{found.device, found.inode};
+    if (!wanted(original, file.device)) return;
+    const std::uint64_t length = found.end - found.start;
+    if (merge_mapping(out, first_of_pid, file, length)) return;
+    add(out, found.pid, HoldKind::kMap, -1, file, shown, deleted, length);
+    if (deleted) {
+      MapsLine range;
+      range.start = found.start;
+      range.end = found.end;
+      size_from_map_files(proc_fd, path, range_text(range), out.holders.back());
+    }
   }
 
   // The device filter forces a stat; the path filter alone can skip one.
@@ -499,8 +658,9 @@ class InUseScanner {
   // A deleted file's real size: stat of /proc/<pid>/map_files/<range> (root only).
   static void size_from_map_files(int proc_fd, PidPath& path, std::string_view line,
                                   Holder& holder) {
-    const std::size_t blank = line.find(' ');
-    if (blank == std::string_view::npos || blank > 64) return;
+    const std::size_t blank =
+        std::min(line.find(' '), line.size());  // "start-end ..." or "start-end"
+    if (blank > 64) return;
     std::array<char, 80> leaf{};
     constexpr std::string_view kDir = "map_files/";
     std::copy(kDir.begin(), kDir.end(), leaf.begin());

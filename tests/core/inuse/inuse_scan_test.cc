@@ -20,10 +20,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "core/inuse/inuse_index.h"
 #include "core/kernel/mountinfo.h"
 #include "core/kernel/proc_pid_stat.h"
+#include "core/kernel/task_iterators.h"
 
 namespace headroom {
 namespace {
@@ -57,32 +60,16 @@ void write_file(const fs::path& path, std::size_t bytes) {
   out << std::string(bytes, 'x');
 }
 
-// A child that holds files in every way the index knows, then waits to be killed.
-class Holder {
+// A forked child that runs `setup` (true: all went well), says so, and waits to be killed.
+class Child {
  public:
-  explicit Holder(const fs::path& dir) {
-    write_file(dir / "open", 100);
-    write_file(dir / "mapped", 8192);
-    write_file(dir / "deleted-open", 300);
-    write_file(dir / "deleted-mapped", 4096);
-    fs::create_directories(dir / "cwd");
+  explicit Child(const std::function<bool()>& setup) {
     int ready[2];
     EXPECT_EQ(::pipe(ready), 0);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::close(ready[0]);
-      const int keep = ::open((dir / "open").c_str(), O_RDONLY);
-      const int map_fd = ::open((dir / "mapped").c_str(), O_RDWR);
-      void* map = ::mmap(nullptr, 8192, PROT_READ, MAP_SHARED, map_fd, 0);
-      ::close(map_fd);  // mapped after close: only maps shows it
-      const int gone = ::open((dir / "deleted-open").c_str(), O_RDONLY);
-      ::unlink((dir / "deleted-open").c_str());
-      const int gone_map_fd = ::open((dir / "deleted-mapped").c_str(), O_RDWR);
-      void* gone_map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, gone_map_fd, 0);
-      ::close(gone_map_fd);
-      ::unlink((dir / "deleted-mapped").c_str());
-      if (::chdir((dir / "cwd").c_str()) != 0) ::_exit(3);
-      const bool ok = keep >= 0 && map != MAP_FAILED && gone >= 0 && gone_map != MAP_FAILED;
+      const bool ok = setup();
       if (::write(ready[1], ok ? "y" : "n", 1) != 1) ::_exit(4);
       for (;;) ::pause();
     }
@@ -92,7 +79,9 @@ class Holder {
     EXPECT_EQ(answer, 'y');
     ::close(ready[0]);
   }
-  ~Holder() {
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
@@ -100,6 +89,31 @@ class Holder {
 
  private:
   int pid_ = -1;
+};
+
+// A child that holds files in every way the index knows.
+class Holder : public Child {
+ public:
+  explicit Holder(const fs::path& dir)
+      : Child([dir] {
+          write_file(dir / "open", 100);
+          write_file(dir / "mapped", 8192);
+          write_file(dir / "deleted-open", 300);
+          write_file(dir / "deleted-mapped", 4096);
+          fs::create_directories(dir / "cwd");
+          const int keep = ::open((dir / "open").c_str(), O_RDONLY);
+          const int map_fd = ::open((dir / "mapped").c_str(), O_RDWR);
+          void* map = ::mmap(nullptr, 8192, PROT_READ, MAP_SHARED, map_fd, 0);
+          ::close(map_fd);  // mapped after close: only maps shows it
+          const int gone = ::open((dir / "deleted-open").c_str(), O_RDONLY);
+          ::unlink((dir / "deleted-open").c_str());
+          const int gone_map_fd = ::open((dir / "deleted-mapped").c_str(), O_RDWR);
+          void* gone_map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, gone_map_fd, 0);
+          ::close(gone_map_fd);
+          ::unlink((dir / "deleted-mapped").c_str());
+          if (::chdir((dir / "cwd").c_str()) != 0) return false;
+          return keep >= 0 && map != MAP_FAILED && gone >= 0 && gone_map != MAP_FAILED;
+        }) {}
 };
 
 const headroom::Holder* find(const InUseIndex& index, std::string_view path, HoldKind how) {
@@ -403,6 +417,106 @@ TEST(ScanInUse, AHoldersUserIsItsEffectiveUidDumpableOrNot) {
 
 // A kernel thread has no exe, so the scan does not open its fd/ or maps (inuse_scan.cc):
 // its cwd and root, "/", are still found, as before that shortcut.
+// A child beside Holder: a deleted file larger than its mapping (the holder's size is
+// the file's, from map_files/), and a second thread that opened and mapped files of its
+// own (one fd table, one address space: listed once, under the process).
+class ThreadedHolder : public Child {
+ public:
+  explicit ThreadedHolder(const fs::path& dir)
+      : Child([dir] {
+          write_file(dir / "big-deleted", 10000);
+          write_file(dir / "thread-open", 10);
+          write_file(dir / "thread-mapped", 4096);
+          const int fd = ::open((dir / "big-deleted").c_str(), O_RDONLY);
+          void* map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+          ::close(fd);
+          ::unlink((dir / "big-deleted").c_str());
+          bool ok = map != MAP_FAILED;
+          std::thread([&] {
+            ok = ok && ::open((dir / "thread-open").c_str(), O_RDONLY) >= 0;
+            const int map_fd = ::open((dir / "thread-mapped").c_str(), O_RDONLY);
+            ok = ok && ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, map_fd, 0) != MAP_FAILED;
+            ::close(map_fd);
+          }).join();
+          std::thread([] {  // a thread alive while the scans run
+            for (;;) ::pause();
+          })
+              .detach();
+          return ok;
+        }) {}
+};
+
+// A path scan by the kernel's BPF task iterators (as root where the kernel allows them)
+// and the /proc scan find the same holders, field for field, and name the processes
+// alike: every kind (fd, mapped after close, deleted open and mapped, cwd, a thread's
+// files), a deleted file asked for by its own name, and a prefix that is not a parent.
+TEST(ScanInUse, TheKernelIteratorsFindWhatProcFinds) {
+  const fs::path dir = scratch("iterators");
+  if (auto iterators = TaskIterators::load({dir.native()}); !iterators) {
+    GTEST_SKIP() << "no BPF task iterators here: " << iterators.error().message;
+  }
+  const Holder child(dir);
+  const ThreadedHolder threaded(dir);
+  const RealSyscallsContext context;
+  for (const fs::path& asked :
+       {dir, dir / "deleted-open", dir / "big-deleted", dir / "op", dir / "cwd/"}) {
+    ScanOptions by_kernel;
+    by_kernel.include_sysv = false;
+    by_kernel.include_cmdline = false;
+    by_kernel.path_prefixes = {asked};
+    ScanOptions by_proc = by_kernel;
+    by_proc.kernel_iterators = false;
+    const auto fast = scan_in_use(context.get(), by_kernel);
+    const auto slow = scan_in_use(context.get(), by_proc);
+    ASSERT_TRUE(fast) << fast.error().message;
+    ASSERT_TRUE(slow) << slow.error().message;
+    EXPECT_TRUE(fast->by_kernel_iterators()) << asked;
+    EXPECT_FALSE(slow->by_kernel_iterators());
+    expect_same_holders(*fast, *slow, dir);
+    for (const headroom::Holder& holder : fast->all()) {
+      const ProcessInfo* a = fast->process(holder.pid);
+      const ProcessInfo* b = slow->process(holder.pid);
+      ASSERT_TRUE(a != nullptr && b != nullptr) << holder.pid;
+      EXPECT_EQ(a->uid, b->uid);
+      EXPECT_EQ(a->command, b->command);
+    }
+    if (asked == dir) {
+      EXPECT_EQ(fast->all().size(), 8u);  // Holder's 5, the thread's 2, big-deleted
+      const auto* big = find(*fast, (dir / "big-deleted").native(), HoldKind::kMap);
+      ASSERT_NE(big, nullptr);
+      EXPECT_EQ(big->size_bytes, 10000u);
+      EXPECT_EQ(big->pid, threaded.pid());
+      const auto* thread_open = find(*fast, (dir / "thread-open").native(), HoldKind::kFd);
+      ASSERT_NE(thread_open, nullptr);
+      EXPECT_EQ(thread_open->pid, threaded.pid());
+    } else if (asked == dir / "deleted-open" || asked == dir / "big-deleted") {
+      EXPECT_EQ(fast->all().size(), 1u) << asked;
+    } else if (asked == dir / "op") {
+      EXPECT_TRUE(fast->all().empty());
+    } else {
+      EXPECT_EQ(fast->all().size(), 1u) << asked;  // the cwd
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// The scan by device reads a deleted mapped file's size from map_files/ too: it had
+// passed the range without its maps line and kept the bytes mapped.
+TEST(ScanInUse, AScanByDeviceSizesADeletedMappedFileByTheFile) {
+  const fs::path dir = scratch("mapsize");
+  const ThreadedHolder child(dir);
+  const RealSyscallsContext context;
+  ScanOptions by_device;
+  by_device.pids = {child.pid()};
+  by_device.devices = {file_id(dir)->device};
+  const auto index = scan_in_use(context.get(), by_device);
+  ASSERT_TRUE(index) << index.error().message;
+  const auto* big = find(*index, (dir / "big-deleted").native(), HoldKind::kMap);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->size_bytes, 10000u);
+  fs::remove_all(dir);
+}
+
 TEST(ScanInUse, KernelThreadsStillHoldTheirCwdAndRoot) {
   const RealSyscallsContext context;
   if (::geteuid() != 0 || !is_kernel_thread(context.get(), 2)) {

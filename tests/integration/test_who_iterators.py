@@ -1,0 +1,75 @@
+"""`who` by the kernel's BPF task iterators against the /proc scan, on real processes.
+
+A path scan as root reads fds and mappings with BPF task iterators where the
+kernel allows it (docs/who-clean.md) and /proc otherwise (HEADROOM_NO_BPF, or a
+kernel that refuses). Both must give the same answer, holder for holder, in the
+situations the iterators could get wrong: a child pid namespace (the iterators
+number pids as the initial one does), a process in a mount namespace of its
+own (scanned through /proc), threads, a file mapped after close and one mapped
+then deleted, a file deleted while open, and a name that is only a prefix.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+
+from conftest import in_namespace
+
+SCRIPT = r'''
+D=$(mktemp -d -p "$WORK"); mount -t tmpfs -o size=64m tmpfs "$D"
+head -c 8192 /dev/zero > "$D/mapped-after-close"; head -c 20000 /dev/zero > "$D/mapped-deleted"
+mkdir "$D/sub" "$D/f"; head -c 10 /dev/zero > "$D/sub/gone"
+$PY -c '
+import ctypes, mmap, os, sys, threading, time
+libc = ctypes.CDLL(None); libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+d = sys.argv[1]
+for name in ("mapped-after-close", "mapped-deleted"):
+    fd = os.open(d + "/" + name, os.O_RDWR)
+    libc.mmap(None, 8192, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0); os.close(fd)
+os.unlink(d + "/mapped-deleted")
+keep = [open(d + "/sub/gone", "rb")]; os.unlink(d + "/sub/gone")
+def worker():
+    keep.append(open(d + "/mapped-after-close", "rb")); time.sleep(3600)
+threading.Thread(target=worker, daemon=True).start()
+print("ready", flush=True); time.sleep(3600)
+' "$D" > "$WORK/py.out" &
+for i in $(seq 1 40); do head -c 64 /dev/zero > "$D/f$i"; sleep 3600 3<"$D/f$i" & done
+# One holder in a mount namespace of its own (the same tmpfs, seen through its copy).
+head -c 64 /dev/zero > "$D/other-ns"
+unshare -m --propagation private sleep 3600 3<"$D/other-ns" &
+until grep -q ready "$WORK/py.out" 2>/dev/null; do sleep 0.05; done
+sleep 0.3
+for asked in "$D" "$D/sub" "$D/f1" "$D/f"; do
+  # Exit 1: nothing holds it.
+  "$HEADROOM" --json who "$asked" > "$WORK/bpf.json" || [ $? = 1 ]
+  HEADROOM_NO_BPF=1 "$HEADROOM" --json who "$asked" > "$WORK/proc.json" || [ $? = 1 ]
+  echo "== $asked"; cat "$WORK/bpf.json"; echo; echo "--"; cat "$WORK/proc.json"; echo
+done
+kill $(jobs -p) 2>/dev/null || true
+'''
+
+
+def test_who_by_iterators_and_by_proc_agree_in_a_child_pid_namespace(scratch):
+    result = in_namespace(
+        "WORK=" + str(scratch) + "\nexport WORK\n"
+        "unshare -p -f --mount-proc bash -euo pipefail -c " + shlex.quote(SCRIPT),
+        timeout=120)
+    assert result.returncode == 0, result.stderr
+    blocks = result.stdout.split("== ")[1:]
+    assert len(blocks) == 4, result.stdout[-2000:]
+    counts = []
+    for block in blocks:
+        asked, rest = block.split("\n", 1)
+        by_bpf, by_proc = rest.split("\n--\n")
+        bpf, proc = json.loads(by_bpf), json.loads(by_proc)
+        assert bpf == proc, asked
+        counts.append(len(bpf["paths"][0]["holders"]))
+    # The directory: 40 sleepers, the other namespace's sleeper, python's two mappings,
+    # its deleted open file and its thread's fd; the deleted file under sub/; f1 alone;
+    # the empty directory "f" is no parent of f1.
+    assert counts == [45, 1, 1, 0], counts
+    holders = json.loads(blocks[0].split("\n", 1)[1].split("\n--\n")[0])["paths"][0]["holders"]
+    assert {h["file"].rsplit("/", 1)[1] for h in holders if h["how"] == "mmap"} == {
+        "mapped-after-close", "mapped-deleted"}
+    assert all(h["pid"] < 1000 for h in holders)  # numbered in the child namespace
