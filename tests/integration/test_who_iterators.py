@@ -11,7 +11,10 @@ then deleted, a file deleted while open, and a name that is only a prefix.
 from __future__ import annotations
 
 import json
+import platform
 import shlex
+
+import pytest
 
 from conftest import in_namespace
 
@@ -73,3 +76,53 @@ def test_who_by_iterators_and_by_proc_agree_in_a_child_pid_namespace(scratch):
     assert {h["file"].rsplit("/", 1)[1] for h in holders if h["how"] == "mmap"} == {
         "mapped-after-close", "mapped-deleted"}
     assert all(h["pid"] < 1000 for h in holders)  # numbered in the child namespace
+
+
+# A process that unmapped its own executable (as a packer's stub or a restored checkpoint
+# does): only /proc/<pid>/exe says it holds the file. The holder is a copy of python
+# that copies a few instructions to anonymous memory, jumps there, unmaps every mapping
+# of itself and pauses (x86-64 machine code).
+UNMAP_OWN_EXE = r'''
+import ctypes, mmap, os, struct
+exe = os.readlink("/proc/self/exe")
+ranges = []
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        fields = line.split(None, 5)
+        if len(fields) == 6 and fields[5].rstrip("\n") == exe:
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            ranges.append((start, end - start))
+code = b""
+for start, length in ranges:  # munmap(start, length)
+    code += b"\x48\xb8" + struct.pack("<Q", 11) + b"\x48\xbf" + struct.pack("<Q", start)
+    code += b"\x48\xbe" + struct.pack("<Q", length) + b"\x0f\x05"
+code += b"\xb8\x22\x00\x00\x00\x0f\x05\xeb\xf7"  # for (;;) pause();
+stub = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+stub.write(code)
+print("ready", len(ranges), flush=True)
+ctypes.CFUNCTYPE(None)(ctypes.addressof(ctypes.c_char.from_buffer(stub)))()
+'''
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the holder is x86-64 code")
+def test_an_executable_no_longer_mapped_is_held_by_both_scans(scratch):
+    (scratch / "unmap.py").write_text(UNMAP_OWN_EXE)
+    script = r'''
+D=$(mktemp -d -p "$WORK"); mount -t tmpfs tmpfs "$D"
+cp "$(readlink -f "$PY")" "$D/py"
+"$D/py" "$WORK/unmap.py" > "$WORK/exe.out" &
+until grep -q ready "$WORK/exe.out" 2>/dev/null; do sleep 0.05; done
+sleep 0.2
+! grep -q "$D/py" /proc/$!/maps
+"$HEADROOM" --json who "$D" > "$WORK/bpf.json" || [ $? = 1 ]
+HEADROOM_NO_BPF=1 "$HEADROOM" --json who "$D" > "$WORK/proc.json" || [ $? = 1 ]
+echo "$D"; cat "$WORK/bpf.json"; echo; echo "--"; cat "$WORK/proc.json"
+kill $(jobs -p) 2>/dev/null || true
+'''
+    result = in_namespace("WORK=" + str(scratch) + "\nexport WORK\n" + script, timeout=60)
+    assert result.returncode == 0, result.stderr
+    where, rest = result.stdout.split("\n", 1)
+    by_bpf, by_proc = (json.loads(part) for part in rest.split("\n--\n"))
+    assert by_bpf == by_proc
+    holders = by_bpf["paths"][0]["holders"]
+    assert [(h["how"], h["file"]) for h in holders] == [("exe", where + "/py")]

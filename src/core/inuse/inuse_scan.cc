@@ -310,8 +310,8 @@ class InUseScanner {
   // agree by construction: this process's own pid namespace is the one /proc shows, no
   // overlay or FUSE mount is in its mount namespace (their mappings are backing files,
   // which the kernel names differently in maps), and a process of another mount
-  // namespace (its own mounts unseen) is scanned through /proc as before. cwd and root
-  // are read from /proc for every process, on another thread while the programs load.
+  // namespace (its own mounts unseen) is scanned through /proc as before. cwd, root and
+  // exe are read from /proc for every process, on another thread while the programs load.
   // False, nothing changed, when any of that does not hold or the kernel refuses (not
   // root, lockdown, no BTF): scan_all then.
   bool scan_by_iterators(int proc_fd, int self_pid, const std::vector<int>& pids,
@@ -325,8 +325,7 @@ class InUseScanner {
     for (const MountEntry& mount : *mounts) {
       if (mount.fstype == "overlay" || mount.fstype.starts_with("fuse")) return false;
     }
-    // cwd and root of every pid on a second thread, while this one loads the programs
-    // (exe: below, where needed).
+    // cwd, root and exe of every pid on a second thread, while this one loads the programs.
     Partial links;
     std::vector<std::size_t> links_of(pids.size() + 1, 0);
     const auto read_links = [&](Scratch& mine) {
@@ -335,6 +334,9 @@ class InUseScanner {
         if (options_.include_cwd_root_exe) {
           scan_link(proc_fd, path.at("cwd"), pids[i], HoldKind::kCwd, links, mine);
           scan_link(proc_fd, path.at("root"), pids[i], HoldKind::kRoot, links, mine);
+          // exe too: a process may have unmapped its executable (a packer's stub, a
+          // restored checkpoint), so no wanted mapping says that it holds it.
+          scan_link(proc_fd, path.at("exe"), pids[i], HoldKind::kExe, links, mine);
         }
         links_of[i + 1] = links.holders.size();
       }
@@ -385,13 +387,8 @@ class InUseScanner {
         for (; mapping != mappings_end; ++mapping) {
           add_kernel_mapping(proc_fd, path, *mapping, first_mapping, out);
         }
-        const bool mapped = out.holders.size() > first_mapping;
-        for (std::size_t l = first_link; l < end_link; ++l) {
+        for (std::size_t l = first_link; l < end_link; ++l) {  // cwd, root, exe
           out.holders.push_back(std::move(links.holders[l]));
-        }
-        // The executable is mapped: only a process with a wanted mapping can have it.
-        if (mapped && options_.include_cwd_root_exe) {
-          scan_link(proc_fd, path.at("exe"), pid, HoldKind::kExe, out, scratch);
         }
         if (out.holders.size() > before) {
           if (options_.include_cmdline) {
