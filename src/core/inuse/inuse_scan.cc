@@ -377,8 +377,11 @@ class InUseScanner {
       const auto mappings_end = std::find_if(mapping, found->mappings.end(),
                                              [&](const KernelFile& f) { return f.pid != pid; });
       const std::size_t before = out.holders.size();
-      if (task == tasks.end() || task->second->mount_namespace != own_namespace) {
-        // Gone, started since, or in a mount namespace of its own: through /proc.
+      const auto unnamed = [](const KernelFile& f) { return f.name.empty(); };
+      if (task == tasks.end() || task->second->mount_namespace != own_namespace ||
+          std::any_of(file, files_end, unnamed) || std::any_of(mapping, mappings_end, unnamed)) {
+        // Gone, started since, in a mount namespace of its own, or a name longer than the
+        // kernel's buffer (the maps text has it): through /proc.
         scan_process(proc_fd, pid, out, scratch);
       } else {
         PidPath path(pid);

@@ -358,8 +358,21 @@ void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& 
   a.mov(kR2, kR6);
   a.mov_imm(kR3, kNameBuffer);
   a.call(BPF_FUNC_d_path);
-  a.jump_imm(BPF_JSLE, kR0, 0, out);  // no name: neither does readlink give one
-  a.jump_imm(BPF_JGT, kR0, kNameBuffer - 1, out);
+  // No name: longer than the buffer (a page, as readlink's). The maps text has room for
+  // any name, so an empty one (the NUL alone) says so and the caller reads the process
+  // through /proc.
+  const auto named = a.label();
+  a.jump_imm(BPF_JSGT, kR0, 0, named);
+  a.store_imm(BPF_W, kFp, kNameLength, 1);
+  write_record(a);
+  a.store_imm(BPF_B, kR6, 0, 0);
+  a.mov(kR1, kR9);
+  a.mov(kR2, kR6);
+  a.mov_imm(kR3, 1);
+  a.call(BPF_FUNC_seq_write);
+  a.jump(out);
+  a.bind(named);
+  a.jump_imm(BPF_JGT, kR0, kNameBuffer, out);  // the length with the NUL: at most the buffer
   a.store(BPF_W, kFp, kNameLength, kR0);
   a.mov(kR7, kR0);  // the length (task is no longer needed)
   match_prefixes(a, prefixes);

@@ -50,7 +50,7 @@ struct KernelFile {
   std::uint64_t start = 0;  ///< a mapping's addresses
   std::uint64_t end = 0;
   std::uint64_t size = 0;  ///< the inode's size (what stat says on a local filesystem)
-  std::string_view name;   ///< d_path, " (deleted)" included
+  std::string_view name;   ///< d_path, " (deleted)" included; empty: longer than a page
 };
 
 /// What one run of the iterators found. The views point into its own buffers.

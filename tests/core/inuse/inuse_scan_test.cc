@@ -446,6 +446,18 @@ class ThreadedHolder : public Child {
         }) {}
 };
 
+// A path scan by the kernel's task iterators where they are allowed, and one by /proc.
+std::pair<Result<InUseIndex>, Result<InUseIndex>> scan_both_ways(const Context& context,
+                                                                 const fs::path& asked) {
+  ScanOptions by_kernel;
+  by_kernel.include_sysv = false;
+  by_kernel.include_cmdline = false;
+  by_kernel.path_prefixes = {asked};
+  ScanOptions by_proc = by_kernel;
+  by_proc.kernel_iterators = false;
+  return {scan_in_use(context, by_kernel), scan_in_use(context, by_proc)};
+}
+
 // A path scan by the kernel's BPF task iterators (as root where the kernel allows them)
 // and the /proc scan find the same holders, field for field, and name the processes
 // alike: every kind (fd, mapped after close, deleted open and mapped, cwd, a thread's
@@ -460,14 +472,7 @@ TEST(ScanInUse, TheKernelIteratorsFindWhatProcFinds) {
   const RealSyscallsContext context;
   for (const fs::path& asked :
        {dir, dir / "deleted-open", dir / "big-deleted", dir / "op", dir / "cwd/"}) {
-    ScanOptions by_kernel;
-    by_kernel.include_sysv = false;
-    by_kernel.include_cmdline = false;
-    by_kernel.path_prefixes = {asked};
-    ScanOptions by_proc = by_kernel;
-    by_proc.kernel_iterators = false;
-    const auto fast = scan_in_use(context.get(), by_kernel);
-    const auto slow = scan_in_use(context.get(), by_proc);
+    const auto [fast, slow] = scan_both_ways(context.get(), asked);
     ASSERT_TRUE(fast) << fast.error().message;
     ASSERT_TRUE(slow) << slow.error().message;
     EXPECT_TRUE(fast->by_kernel_iterators()) << asked;
@@ -497,6 +502,79 @@ TEST(ScanInUse, TheKernelIteratorsFindWhatProcFinds) {
       EXPECT_EQ(fast->all().size(), 1u) << asked;  // the cwd
     }
   }
+  fs::remove_all(dir);
+}
+
+// Names as long as /proc gives them: a file whose name is 4095 bytes (the longest
+// readlink of an fd gives), open and mapped, and a mapping deeper than PATH_MAX, named
+// only by the maps text (an fd that deep has no name for either scan). Under `dir`:
+// <200 a's>/... to 4095 bytes with the x's, and three more levels of a's below.
+constexpr std::size_t kLevel = 200;
+std::string long_parent(const fs::path& dir) {
+  std::string path = dir.native();
+  while (path.size() + 1 + kLevel < 4095 - 20) path += "/" + std::string(kLevel, 'a');
+  return path;
+}
+class LongNamesHolder : public Child {
+ public:
+  explicit LongNamesHolder(const fs::path& dir)
+      : Child([dir] {
+          const std::string parent = long_parent(dir);
+          const std::string longest = parent + "/" + std::string(4095 - parent.size() - 1, 'x');
+          fs::create_directories(parent);
+          write_file(longest, 4096);
+          const int fd = ::open(longest.c_str(), O_RDONLY);
+          bool ok = fd >= 0 && ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0) != MAP_FAILED;
+          const std::string level(kLevel, 'a');
+          ok = ok && ::chdir(parent.c_str()) == 0;
+          for (int i = 0; ok && i < 3; ++i) {
+            ok = ::mkdir(level.c_str(), 0755) == 0 && ::chdir(level.c_str()) == 0;
+          }
+          const int deep = ok ? ::open("deep", O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+          ok = ok && deep >= 0 && ::ftruncate(deep, 4096) == 0 &&
+               ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, deep, 0) != MAP_FAILED;
+          ::close(deep);
+          return ok && ::chdir("/") == 0;
+        }) {}
+};
+
+// What is below PATH_MAX, relative to the long parent.
+void remove_deep(const fs::path& dir) {
+  const std::string level(kLevel, 'a');
+  std::vector<int> fds{::open(long_parent(dir).c_str(), O_DIRECTORY | O_CLOEXEC)};
+  for (int i = 0; i < 3 && fds.back() >= 0; ++i) {
+    fds.push_back(::openat(fds.back(), level.c_str(), O_DIRECTORY | O_CLOEXEC));
+  }
+  if (fds.back() >= 0) ::unlinkat(fds.back(), "deep", 0);
+  for (std::size_t i = fds.size() - 1; i > 0; --i) {
+    ::close(fds[i]);
+    ::unlinkat(fds[i - 1], level.c_str(), AT_REMOVEDIR);
+  }
+  ::close(fds[0]);
+}
+
+TEST(ScanInUse, TheKernelIteratorsNameFilesAsLongAsProcDoes) {
+  const fs::path dir = scratch("longnames");
+  if (auto iterators = TaskIterators::load({dir.native()}); !iterators) {
+    GTEST_SKIP() << "no BPF task iterators here: " << iterators.error().message;
+  }
+  {
+    const LongNamesHolder child(dir);
+    const RealSyscallsContext context;
+    const auto [fast, slow] = scan_both_ways(context.get(), dir);
+    ASSERT_TRUE(fast) << fast.error().message;
+    ASSERT_TRUE(slow) << slow.error().message;
+    EXPECT_TRUE(fast->by_kernel_iterators());
+    // The 4095-byte file's fd and mapping, the deep file's mapping.
+    ASSERT_EQ(slow->all().size(), 3u);
+    const auto longer = [](std::size_t bytes) {
+      return [bytes](const headroom::Holder& h) { return h.path.size() > bytes; };
+    };
+    EXPECT_EQ(std::count_if(slow->all().begin(), slow->all().end(), longer(4094)), 3);
+    EXPECT_EQ(std::count_if(slow->all().begin(), slow->all().end(), longer(4096)), 1);
+    expect_same_holders(*fast, *slow, dir);
+  }
+  remove_deep(dir);
   fs::remove_all(dir);
 }
 
