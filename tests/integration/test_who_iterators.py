@@ -78,6 +78,25 @@ def test_who_by_iterators_and_by_proc_agree_in_a_child_pid_namespace(scratch):
     assert all(h["pid"] < 1000 for h in holders)  # numbered in the child namespace
 
 
+def both_scans(scratch, script: str, asked: str) -> tuple[str, dict, dict]:
+    """Runs `script` (which sets up holders under a tmpfs $D) in a child pid namespace,
+    then `who --json <asked>` both ways: $D, and the answers by the iterators and by /proc."""
+    tail = r'''
+"$HEADROOM" --json who "ASKED" > "$WORK/bpf.json" || [ $? = 1 ]
+HEADROOM_NO_BPF=1 "$HEADROOM" --json who "ASKED" > "$WORK/proc.json" || [ $? = 1 ]
+echo "$D"; cat "$WORK/bpf.json"; echo; echo "--"; cat "$WORK/proc.json"
+kill $(jobs -p) 2>/dev/null || true
+'''.replace("ASKED", asked)
+    result = in_namespace(
+        "WORK=" + str(scratch) + "\nexport WORK\n"
+        "unshare -p -f --mount-proc bash -euo pipefail -c " + shlex.quote(script + tail),
+        timeout=60)
+    assert result.returncode == 0, result.stderr
+    where, rest = result.stdout.split("\n", 1)
+    by_bpf, by_proc = rest.split("\n--\n")
+    return where, json.loads(by_bpf), json.loads(by_proc)
+
+
 # A process that unmapped its own executable (as a packer's stub or a restored checkpoint
 # does): only /proc/<pid>/exe says it holds the file. The holder is a copy of python
 # that copies a few instructions to anonymous memory, jumps there, unmaps every mapping
@@ -114,15 +133,34 @@ cp "$(readlink -f "$PY")" "$D/py"
 until grep -q ready "$WORK/exe.out" 2>/dev/null; do sleep 0.05; done
 sleep 0.2
 ! grep -q "$D/py" /proc/$!/maps
-"$HEADROOM" --json who "$D" > "$WORK/bpf.json" || [ $? = 1 ]
-HEADROOM_NO_BPF=1 "$HEADROOM" --json who "$D" > "$WORK/proc.json" || [ $? = 1 ]
-echo "$D"; cat "$WORK/bpf.json"; echo; echo "--"; cat "$WORK/proc.json"
-kill $(jobs -p) 2>/dev/null || true
 '''
-    result = in_namespace("WORK=" + str(scratch) + "\nexport WORK\n" + script, timeout=60)
-    assert result.returncode == 0, result.stderr
-    where, rest = result.stdout.split("\n", 1)
-    by_bpf, by_proc = (json.loads(part) for part in rest.split("\n--\n"))
+    where, by_bpf, by_proc = both_scans(scratch, script, "$D")
     assert by_bpf == by_proc
     holders = by_bpf["paths"][0]["holders"]
     assert [(h["how"], h["file"]) for h in holders] == [("exe", where + "/py")]
+
+
+# Known to differ (not fixed): a process of this mount namespace that maps a file of an
+# overlay mounted in another one (opened through /proc/<pid>/root). Its mapping is the
+# overlay's backing file: maps names the overlay path (and the overlay's device), the
+# iterators the backing file's own path, relative to its layer ("/sub/f"). The check for
+# overlay mounts sees only this namespace's mount table.
+OVERLAY_ELSEWHERE = r'''
+D=$(mktemp -d -p "$WORK"); mount -t tmpfs tmpfs "$D"
+mkdir -p "$D/lower/sub" "$D/upper" "$D/work" "$D/ov"; head -c 8192 /dev/zero > "$D/lower/sub/f"
+unshare -m --propagation private bash -c "mount -t overlay overlay -o lowerdir=$D/lower,upperdir=$D/upper,workdir=$D/work $D/ov && echo up > $WORK/b.out && exec sleep 3600" &
+until grep -q up "$WORK/b.out" 2>/dev/null; do sleep 0.05; done
+$PY -c "
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY); m = mmap.mmap(fd, 8192, prot=mmap.PROT_READ); os.close(fd)
+print('ready', flush=True); time.sleep(3600)" "/proc/$!/root$D/ov/sub/f" > "$WORK/h.out" &
+until grep -q ready "$WORK/h.out" 2>/dev/null; do sleep 0.05; done
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="an overlay of another mount namespace, mapped here")
+def test_who_by_iterators_names_a_mapped_overlay_file_of_another_namespace_as_maps_does(scratch):
+    _, by_bpf, by_proc = both_scans(scratch, OVERLAY_ELSEWHERE, "/")
+    mapped = [h["file"] for h in by_proc["paths"][0]["holders"] if h["how"] == "mmap"]
+    assert any(name.endswith("/ov/sub/f") for name in mapped), mapped
+    assert by_bpf == by_proc
