@@ -164,3 +164,37 @@ def test_who_by_iterators_names_a_mapped_overlay_file_of_another_namespace_as_ma
     mapped = [h["file"] for h in by_proc["paths"][0]["holders"] if h["how"] == "mmap"]
     assert any(name.endswith("/ov/sub/f") for name in mapped), mapped
     assert by_bpf == by_proc
+
+
+# The scanner in a pid namespace B below the one whose /proc it reads (A), numbered
+# alike in both (ns_last_pid of B set to A's next pid): the iterators see B's processes
+# only, and B's pid 1 (which holds nothing) must not stand in for A's pid 1 (which holds
+# "a"). /proc/self being the scanner's getpid() does not show that /proc is its own.
+SAME_NUMBER_IN_AN_OUTER_NAMESPACE = r'''
+D=$(mktemp -d -p "$WORK"); mount -t tmpfs tmpfs "$D"; export D
+head -c 64 /dev/zero > "$D/a"; head -c 64 /dev/zero > "$D/b"
+cat > "$WORK/in-b.sh" <<'EOS'
+next() { readlink /proc/self > /proc/sys/kernel/ns_last_pid; }  # the next pid: A's, in B too
+next; $PY -c 'import os; assert os.getpid() == int(os.readlink("/proc/self"))'
+next; "$HEADROOM" --json who "$D" > "$WORK/bpf.json"
+HEADROOM_NO_BPF=1 "$HEADROOM" --json who "$D" > "$WORK/proc.json"
+EOS
+cat > "$WORK/in-a.sh" <<'EOS'
+exec 3<"$D/a"
+sleep 3600 3<"$D/b" &
+unshare -p -f bash -euo pipefail "$WORK/in-b.sh" 3<&-
+kill $!
+EOS
+unshare -p -f --mount-proc bash -euo pipefail "$WORK/in-a.sh"
+cat "$WORK/bpf.json"; echo; echo "--"; cat "$WORK/proc.json"
+'''
+
+
+def test_who_by_iterators_is_not_fooled_by_a_pid_numbered_alike_in_an_outer_namespace(scratch):
+    result = in_namespace("WORK=" + str(scratch) + "\nexport WORK\n" +
+                          SAME_NUMBER_IN_AN_OUTER_NAMESPACE, timeout=60)
+    assert result.returncode == 0, result.stderr
+    by_bpf, by_proc = (json.loads(part) for part in result.stdout.split("\n--\n"))
+    held = {(h["pid"], h["file"].rsplit("/", 1)[1]) for h in by_proc["paths"][0]["holders"]}
+    assert (1, "a") in held, held
+    assert by_bpf == by_proc

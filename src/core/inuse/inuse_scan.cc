@@ -318,7 +318,8 @@ class InUseScanner {
                          const std::vector<MountEntry>* mounts, Scratch& scratch) {
     // (Without maps the executable could not be found by its mapping.)
     if (!live_ || !options_.kernel_iterators || !options_.include_maps || prefixes_.empty() ||
-        !devices_.empty() || !wanted_pids_.empty() || mounts == nullptr || self_pid != ::getpid()) {
+        !devices_.empty() || !wanted_pids_.empty() || mounts == nullptr || self_pid != ::getpid() ||
+        !proc_is_own_pid_namespace(proc_fd, scratch)) {
       return false;
     }
     if (std::getenv("HEADROOM_NO_BPF") != nullptr) return false;
@@ -412,6 +413,24 @@ class InUseScanner {
     merge(partials);
     index_.by_kernel_iterators_ = true;
     return true;
+  }
+
+  // /proc numbers pids as this process's own pid namespace does: its NSpid line (our pid
+  // in each namespace from /proc's down to ours) has one number. (That /proc/self is our
+  // getpid() is not enough: a /proc of an outer namespace can number this process alike
+  // by chance, and the iterators then lend one namespace's pid to a process of the other.)
+  [[nodiscard]] static bool proc_is_own_pid_namespace(int proc_fd, Scratch& scratch) {
+    const auto status = scratch.text.read(proc_fd, "self/status", 8192, true);
+    if (!status) return false;
+    constexpr std::string_view kKey = "\nNSpid:";
+    const std::size_t at = status->find(kKey);
+    if (at == std::string_view::npos) return false;
+    std::string_view numbers = status->substr(at + kKey.size());
+    numbers = numbers.substr(0, numbers.find('\n'));
+    while (!numbers.empty() && (numbers.front() == '\t' || numbers.front() == ' ')) {
+      numbers.remove_prefix(1);
+    }
+    return !numbers.empty() && numbers.find_first_of("\t ") == std::string_view::npos;
   }
 
   // A wanted fd: on a filesystem of the device check (one device for all its files: st_dev,
