@@ -140,11 +140,12 @@ sleep 0.2
     assert [(h["how"], h["file"]) for h in holders] == [("exe", where + "/py")]
 
 
-# Known to differ (not fixed): a process of this mount namespace that maps a file of an
-# overlay mounted in another one (opened through /proc/<pid>/root). Its mapping is the
-# overlay's backing file: maps names the overlay path (and the overlay's device), the
-# iterators the backing file's own path, relative to its layer ("/sub/f"). The check for
-# overlay mounts sees only this namespace's mount table.
+# A process of this mount namespace that maps a file of an overlay mounted in another
+# one (opened through /proc/<pid>/root). Its mapping is the overlay's backing file: maps
+# names the overlay path (and the overlay's device), d_path the backing file's own path,
+# relative to its layer ("/sub/f"), and the check for overlay mounts sees only this
+# namespace's mount table. The programs see that the backing file's mount (the layer's
+# private clone) is in no namespace of the reader's, and the process is read from /proc.
 OVERLAY_ELSEWHERE = r'''
 D=$(mktemp -d -p "$WORK"); mount -t tmpfs tmpfs "$D"
 mkdir -p "$D/lower/sub" "$D/upper" "$D/work" "$D/ov"; head -c 8192 /dev/zero > "$D/lower/sub/f"
@@ -158,7 +159,6 @@ until grep -q ready "$WORK/h.out" 2>/dev/null; do sleep 0.05; done
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="an overlay of another mount namespace, mapped here")
 def test_who_by_iterators_names_a_mapped_overlay_file_of_another_namespace_as_maps_does(scratch):
     _, by_bpf, by_proc = both_scans(scratch, OVERLAY_ELSEWHERE, "/")
     mapped = [h["file"] for h in by_proc["paths"][0]["holders"] if h["how"] == "mmap"]

@@ -311,7 +311,7 @@ class InUseScanner {
   // overlay or FUSE mount is in its mount namespace (their mappings are backing files,
   // which the kernel names differently in maps), and a process of another mount
   // namespace (its own mounts unseen) is scanned through /proc as before. cwd, root and
-  // exe are read from /proc for every process, on another thread while the programs load.
+  // exe are read from /proc for every process, while the mappings are walked.
   // False, nothing changed, when any of that does not hold or the kernel refuses (not
   // root, lockdown, no BTF): scan_all then.
   bool scan_by_iterators(int proc_fd, int self_pid, const std::vector<int>& pids,
@@ -326,7 +326,7 @@ class InUseScanner {
     for (const MountEntry& mount : *mounts) {
       if (mount.fstype == "overlay" || mount.fstype.starts_with("fuse")) return false;
     }
-    // cwd, root and exe of every pid on a second thread, while this one loads the programs.
+    // cwd, root and exe of every pid, while the mappings are walked.
     Partial links;
     std::vector<std::size_t> links_of(pids.size() + 1, 0);
     const auto read_links = [&](Scratch& mine) {
@@ -342,18 +342,10 @@ class InUseScanner {
         links_of[i + 1] = links.holders.size();
       }
     };
-    auto reader = try_start_thread([&] {
-      Scratch own;
-      read_links(own);
-    });
     auto iterators = TaskIterators::load(prefixes_);
-    auto found = iterators ? iterators->run(options_.include_fds, options_.include_maps)
-                           : Result<KernelFiles>(fail(iterators.error()));
-    if (reader) {
-      reader->join();
-    } else if (found) {
-      read_links(scratch);
-    }
+    if (!iterators) return false;
+    auto found =
+        iterators->run(options_.include_fds, options_.include_maps, [&] { read_links(scratch); });
     if (!found) return false;
 
     std::unordered_map<int, const KernelTask*> tasks;

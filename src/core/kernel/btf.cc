@@ -165,7 +165,9 @@ void Btf::prepare(std::span<const std::string_view> structs,
     const std::size_t room = strings_size_ - type.name_off;
     for (Wanted& want : wanted) {
       // The first byte, then the rest and the terminator: no strlen of every name.
-      if (want.id != 0 || want.kind != kind || name[0] != want.name[0]) continue;
+      if (want.id != 0 || want.kind != kind || want.name.empty() || name[0] != want.name[0]) {
+        continue;
+      }
       if (want.name.size() < room && name[want.name.size()] == '\0' &&
           std::memcmp(name, want.name.data(), want.name.size()) == 0) {
         want.id = id;

@@ -1,6 +1,7 @@
 #include "core/kernel/task_iterators.h"
 
 #include <linux/bpf.h>
+#include <linux/mount.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -147,6 +148,9 @@ constexpr int kKey = kFileRecord + 8;
 constexpr int kNameLength = kFileRecord + 36;
 constexpr int kZeroKey = -68;
 constexpr int kOne = -72;
+constexpr int kOurs = -80;        // the reader's mount namespace
+constexpr int kTheirs = -88;      // that of the file's mount
+constexpr int kSuperFlags = -96;  // the file's superblock's s_flags
 constexpr std::uint32_t kKeySize = 24;
 constexpr std::uint32_t kNameBuffer = 4096;
 
@@ -173,11 +177,12 @@ struct Offsets {
       task_nsproxy, nsproxy_mount;
   std::uint32_t pid_numbers, pid_level, upid_size, upid_nr, cred_euid;
   std::uint32_t file_path, file_inode, path_mount, path_dentry, inode_number, inode_size, inode_sb,
-      sb_dev;
+      sb_dev, sb_flags;
   std::uint32_t vma_start, vma_end, vma_file;
+  std::uint32_t mount_vfsmount, mount_namespace;
 };
 
-constexpr std::array<std::string_view, 14> kStructs = {"bpf_iter_meta",
+constexpr std::array<std::string_view, 15> kStructs = {"bpf_iter_meta",
                                                        "bpf_iter__task",
                                                        "bpf_iter__task_file",
                                                        "bpf_iter__task_vma",
@@ -190,7 +195,8 @@ constexpr std::array<std::string_view, 14> kStructs = {"bpf_iter_meta",
                                                        "inode",
                                                        "super_block",
                                                        "vm_area_struct",
-                                                       "nsproxy"};
+                                                       "nsproxy",
+                                                       "mount"};
 constexpr std::array<std::string_view, 3> kIterators = {"bpf_iter_task", "bpf_iter_task_file",
                                                         "bpf_iter_task_vma"};
 
@@ -232,9 +238,12 @@ Result<Offsets> read_offsets(const Btf& btf) {
   get(o.inode_size, "inode", "i_size");
   get(o.inode_sb, "inode", "i_sb");
   get(o.sb_dev, "super_block", "s_dev");
+  get(o.sb_flags, "super_block", "s_flags");
   get(o.vma_start, "vm_area_struct", "vm_start");
   get(o.vma_end, "vm_area_struct", "vm_end");
   get(o.vma_file, "vm_area_struct", "vm_file");
+  get(o.mount_vfsmount, "mount", "mnt");
+  get(o.mount_namespace, "mount", "mnt_ns");
   if (auto size = btf.size("upid")) o.upid_size = *size;
   if (o.upid_size == 0) missing += missing.empty() ? "sizeof(upid)" : ", sizeof(upid)";
   if (!missing.empty()) {
@@ -315,12 +324,24 @@ void match_prefixes(Assembler& a, const std::vector<std::string>& prefixes) {
   a.bind(done);
 }
 
+// *(u64 *)(fp + to) = *(u64 *)r3 by bpf_probe_read_kernel (0 when it cannot be read).
+void read_pointer(Assembler& a, int to, std::uint8_t from) {
+  a.store_imm(BPF_DW, kFp, to, 0);
+  a.mov(kR1, kFp);
+  a.add_imm(kR1, to);
+  a.mov_imm(kR2, 8);
+  if (from != kR3) a.mov(kR3, from);
+  a.call(BPF_FUNC_probe_read_kernel);
+}
+
 // r8 = struct file *, r9 = seq, the record's pid, fd, start and end written: fills in
 // the file's key and device and, when its name is wanted, writes the record and the
-// name. `seen` keeps for every file met whether its name is wanted (1) or not (0): a
-// file not wanted (a library every process maps) is named once in a run, not per record.
+// name; when the file has no name here (on a mount outside the reader's namespace, or
+// longer than a page), the record with an empty name. `seen` keeps for every file met
+// whether its name is wanted (1), not (0), or it has none here (2): a file not wanted
+// (a library every process maps) is named once in a run, not per record.
 void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& prefixes,
-                int seen_fd, int names_fd, Assembler::Label out) {
+                bool mappings, int seen_fd, int names_fd, Assembler::Label out) {
   a.load(BPF_DW, kR1, kR8, o.file_path + o.path_mount);
   a.store(BPF_DW, kFp, kKey, kR1);
   a.load(BPF_DW, kR1, kR8, o.file_path + o.path_dentry);
@@ -333,6 +354,10 @@ void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& 
   a.load(BPF_DW, kR2, kR2, o.inode_sb);
   a.load(BPF_W, kR1, kR2, o.sb_dev);
   a.store(BPF_W, kFp, kFileRecord + 32, kR1);
+  if (mappings) {
+    a.load(BPF_DW, kR1, kR2, o.sb_flags);
+    a.store(BPF_DW, kFp, kSuperFlags, kR1);
+  }
   a.store_imm(BPF_W, kFp, kNameLength, 0);
   const auto not_seen = a.label();
   // Met already in this run: left out when not wanted, else named again (a record
@@ -353,6 +378,44 @@ void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& 
   a.call(BPF_FUNC_map_lookup_elem);
   a.jump_imm(BPF_JEQ, kR0, 0, out);
   a.mov(kR6, kR0);  // the name buffer (ctx is no longer needed)
+  // A mapping of a file on a mount outside the reader's mount namespace (an overlay's
+  // layer: a mapping of an overlay file is its backing file, which the maps text names
+  // by the overlay's path; a mount of another namespace; one detached): the caller reads
+  // the process through /proc. (An fd's link is this same d_path: no such test.)
+  const auto marker = a.label();
+  if (mappings) {
+    const auto same_namespace = a.label();
+    a.call(BPF_FUNC_get_current_task);
+    a.mov(kR3, kR0);
+    a.add_imm(kR3, static_cast<std::int32_t>(o.task_nsproxy));
+    read_pointer(a, kOurs, kR3);
+    a.load(BPF_DW, kR3, kFp, kOurs);
+    a.add_imm(kR3, static_cast<std::int32_t>(o.nsproxy_mount));
+    read_pointer(a, kOurs, kR3);
+    a.load(BPF_DW, kR3, kFp, kKey);  // the vfsmount, in its struct mount
+    a.add_imm(kR3, static_cast<std::int32_t>(o.mount_namespace) -
+                       static_cast<std::int32_t>(o.mount_vfsmount));
+    read_pointer(a, kTheirs, kR3);
+    a.load(BPF_DW, kR1, kFp, kOurs);
+    a.load(BPF_DW, kR2, kFp, kTheirs);
+    a.jump_reg(BPF_JEQ, kR1, kR2, same_namespace);
+    // A filesystem the kernel mounted for itself (kern_mount: memfd, SysV and shared
+    // anonymous memory, hugetlbfs files), which maps names alike. SB_KERNMOUNT is
+    // MS_KERNMOUNT of <linux/mount.h>. (An overlay's layer is a private clone of a
+    // mount users made, in no namespace of theirs either: its superblock is theirs.)
+    a.load(BPF_DW, kR1, kFp, kSuperFlags);
+    a.jump_imm(BPF_JSET, kR1, MS_KERNMOUNT, same_namespace);
+    a.store_imm(BPF_W, kFp, kOne, 2);
+    a.load_map(kR1, seen_fd);
+    a.mov(kR2, kFp);
+    a.add_imm(kR2, kKey);
+    a.mov(kR3, kFp);
+    a.add_imm(kR3, kOne);
+    a.mov_imm(kR4, BPF_ANY);
+    a.call(BPF_FUNC_map_update_elem);
+    a.jump(marker);
+    a.bind(same_namespace);
+  }
   a.mov(kR1, kR8);
   a.add_imm(kR1, static_cast<std::int32_t>(o.file_path));
   a.mov(kR2, kR6);
@@ -363,6 +426,7 @@ void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& 
   // through /proc.
   const auto named = a.label();
   a.jump_imm(BPF_JSGT, kR0, 0, named);
+  a.bind(marker);
   a.store_imm(BPF_W, kFp, kNameLength, 1);
   write_record(a);
   a.store_imm(BPF_B, kR6, 0, 0);
@@ -406,7 +470,7 @@ std::optional<std::vector<bpf_insn>> files_program(const Offsets& o,
   a.store(BPF_W, kFp, kFileRecord + 4, kR1);
   a.store_imm(BPF_DW, kFp, kFileRecord + 40, 0);
   a.store_imm(BPF_DW, kFp, kFileRecord + 48, 0);
-  write_file(a, o, prefixes, seen_fd, names_fd, out);
+  write_file(a, o, prefixes, false, seen_fd, names_fd, out);
   a.bind(out);
   a.exit_zero();
   return a.finish();
@@ -428,7 +492,7 @@ std::optional<std::vector<bpf_insn>> mappings_program(const Offsets& o,
   a.store(BPF_DW, kFp, kFileRecord + 48, kR1);
   leader_pid(a, o, kFileRecord, out);
   a.store_imm(BPF_W, kFp, kFileRecord + 4, -1);
-  write_file(a, o, prefixes, seen_fd, names_fd, out);
+  write_file(a, o, prefixes, true, seen_fd, names_fd, out);
   a.bind(out);
   a.exit_zero();
   return a.finish();
@@ -486,21 +550,33 @@ std::optional<std::vector<bpf_insn>> tasks_program(const Offsets& o) {
   return a.finish();
 }
 
-// Loads a program for the iterator "bpf_iter_<target>" and links it; the link's fd.
-Result<UniqueFd> load_iterator(const Btf& btf, const char* target,
-                               const std::optional<std::vector<bpf_insn>>& code) {
+// A program assembled for the iterator "bpf_iter_<target>", not yet loaded.
+struct Program {
+  const char* target = "";
+  std::uint32_t attach = 0;  // the BTF id of bpf_iter_<target>
+  std::vector<bpf_insn> code;
+};
+
+Result<Program> assemble(const Btf& btf, const char* target,
+                         std::optional<std::vector<bpf_insn>> code) {
   if (!code) return fail(Error{Error::Code::kUnsupported, "BPF program does not assemble"});
   const auto attach = btf.function(std::string("bpf_iter_") + target);
   if (!attach) {
     return fail(Error{Error::Code::kUnsupported, std::string("no BPF iterator ") + target});
   }
+  return Program{target, *attach, std::move(*code)};
+}
+
+// Loads (the verifier runs) and links a program; the link's fd.
+Result<UniqueFd> load_iterator(const Program& program_code) {
+  const char* target = program_code.target;
   static constexpr char kLicense[] = "GPL";
   bpf_attr attr{};
   attr.prog_type = BPF_PROG_TYPE_TRACING;
   attr.expected_attach_type = BPF_TRACE_ITER;
-  attr.attach_btf_id = *attach;
-  attr.insns = reinterpret_cast<std::uintptr_t>(code->data());
-  attr.insn_cnt = static_cast<std::uint32_t>(code->size());
+  attr.attach_btf_id = program_code.attach;
+  attr.insns = reinterpret_cast<std::uintptr_t>(program_code.code.data());
+  attr.insn_cnt = static_cast<std::uint32_t>(program_code.code.size());
   attr.license = reinterpret_cast<std::uintptr_t>(kLicense);
   long program = bpf(BPF_PROG_LOAD, attr);
   if (program < 0) {
@@ -631,8 +707,8 @@ Result<std::vector<KernelTask>> parse_tasks(const Stream& stream, const Offsets&
 
 struct TaskIterators::State {
   Offsets offsets;
-  UniqueFd tasks, files, mappings;
-  UniqueFd seen, file_names, mapping_names;
+  Program tasks, files, mappings;
+  UniqueFd file_seen, mapping_seen, file_names, mapping_names;
 };
 
 TaskIterators::TaskIterators(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -646,9 +722,12 @@ Result<TaskIterators> TaskIterators::load(const std::vector<std::string>& prefix
   // so before the BTF is read.
   // One verdict per (mount, dentry, inode) a run meets; past the limit a file is named
   // again (the map's buckets are allocated up front: 32k of them cost 0.5 MB, 0.3 ms).
-  auto seen = create_map(BPF_MAP_TYPE_HASH, kKeySize, 4, 1 << 15, BPF_F_NO_PREALLOC);
-  if (!seen) return fail(seen.error());
-  state->seen = std::move(*seen);
+  // Per program: a file's verdict may differ between them (a mapping's mount is tested).
+  for (UniqueFd* seen : {&state->file_seen, &state->mapping_seen}) {
+    auto map = create_map(BPF_MAP_TYPE_HASH, kKeySize, 4, 1 << 15, BPF_F_NO_PREALLOC);
+    if (!map) return fail(map.error());
+    *seen = std::move(*map);
+  }
   // A name buffer per program and CPU: the two programs may run on one CPU by turns.
   for (UniqueFd* names : {&state->file_names, &state->mapping_names}) {
     auto map = create_map(BPF_MAP_TYPE_PERCPU_ARRAY, 4, kNameBuffer, 1, 0);
@@ -661,15 +740,15 @@ Result<TaskIterators> TaskIterators::load(const std::vector<std::string>& prefix
   auto offsets = read_offsets(*btf);
   if (!offsets) return fail(offsets.error());
   state->offsets = *offsets;
-  auto tasks = load_iterator(*btf, "task", tasks_program(*offsets));
+  auto tasks = assemble(*btf, "task", tasks_program(*offsets));
   if (!tasks) return fail(tasks.error());
   auto files =
-      load_iterator(*btf, "task_file",
-                    files_program(*offsets, prefixes, state->seen.get(), state->file_names.get()));
+      assemble(*btf, "task_file",
+               files_program(*offsets, prefixes, state->file_seen.get(), state->file_names.get()));
   if (!files) return fail(files.error());
-  auto mappings = load_iterator(
+  auto mappings = assemble(
       *btf, "task_vma",
-      mappings_program(*offsets, prefixes, state->seen.get(), state->mapping_names.get()));
+      mappings_program(*offsets, prefixes, state->mapping_seen.get(), state->mapping_names.get()));
   if (!mappings) return fail(mappings.error());
   state->tasks = std::move(*tasks);
   state->files = std::move(*files);
@@ -677,14 +756,23 @@ Result<TaskIterators> TaskIterators::load(const std::vector<std::string>& prefix
   return TaskIterators(std::move(state));
 }
 
-Result<KernelFiles> TaskIterators::run(bool files, bool mappings) {
+Result<KernelFiles> TaskIterators::run(bool files, bool mappings,
+                                       const std::function<void()>& alongside) {
+  const auto load_and_drain = [](const Program& program) -> Result<Stream> {
+    auto link = load_iterator(program);
+    if (!link) return fail(link.error());
+    return drain(link->get());
+  };
+  // The mappings are the longest walk: their thread starts before anything is verified.
   std::optional<Result<Stream>> mapping_stream;
-  auto helper = mappings ? try_start_thread([&] { mapping_stream = drain(state_->mappings.get()); })
-                         : std::nullopt;
-  if (mappings && !helper) mapping_stream = drain(state_->mappings.get());
-  auto task_stream = drain(state_->tasks.get());
+  auto helper = mappings
+                    ? try_start_thread([&] { mapping_stream = load_and_drain(state_->mappings); })
+                    : std::nullopt;
+  auto task_stream = load_and_drain(state_->tasks);
   std::optional<Result<Stream>> file_stream;
-  if (files) file_stream = drain(state_->files.get());
+  if (files) file_stream = load_and_drain(state_->files);
+  if (mappings && !helper) mapping_stream = load_and_drain(state_->mappings);
+  if (alongside) alongside();
   if (helper) helper->join();
 
   if (!task_stream) return fail(task_stream.error());

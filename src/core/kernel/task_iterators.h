@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,7 +64,7 @@ struct KernelFiles {
 
 class TaskIterators {
  public:
-  /// Assembles and loads the three programs. `prefixes`: only files whose name is
+  /// Assembles the three programs (run() loads them). `prefixes`: only files whose name is
   /// at or under one of them are reported (path_at_or_under; none: every file). Error
   /// when BPF, BTF or a needed field is missing or the kernel refuses (not root,
   /// lockdown, seccomp).
@@ -73,10 +74,11 @@ class TaskIterators {
   TaskIterators& operator=(TaskIterators&&) noexcept;
   ~TaskIterators();
 
-  /// Runs the iterators asked for: the mappings on a second thread, the tasks and the
-  /// files on this one. Error when one of them fails midway (the caller falls back to
-  /// /proc).
-  [[nodiscard]] Result<KernelFiles> run(bool files, bool mappings);
+  /// Loads and runs the iterators asked for: the mappings on a second thread, the tasks,
+  /// the files and then `alongside` (the caller's own work) on this one. Error when the
+  /// kernel refuses a program or a walk fails midway (the caller falls back to /proc).
+  [[nodiscard]] Result<KernelFiles> run(bool files, bool mappings,
+                                        const std::function<void()>& alongside);
 
  private:
   struct State;
