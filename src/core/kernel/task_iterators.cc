@@ -324,6 +324,17 @@ void match_prefixes(Assembler& a, const std::vector<std::string>& prefixes) {
   a.bind(done);
 }
 
+// seen[key] = the verdict at fp + kOne.
+void remember(Assembler& a, int seen_fd) {
+  a.load_map(kR1, seen_fd);
+  a.mov(kR2, kFp);
+  a.add_imm(kR2, kKey);
+  a.mov(kR3, kFp);
+  a.add_imm(kR3, kOne);
+  a.mov_imm(kR4, BPF_ANY);
+  a.call(BPF_FUNC_map_update_elem);
+}
+
 // *(u64 *)(fp + to) = *(u64 *)r3 by bpf_probe_read_kernel (0 when it cannot be read).
 void read_pointer(Assembler& a, int to, std::uint8_t from) {
   a.store_imm(BPF_DW, kFp, to, 0);
@@ -406,13 +417,7 @@ void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& 
     a.load(BPF_DW, kR1, kFp, kSuperFlags);
     a.jump_imm(BPF_JSET, kR1, MS_KERNMOUNT, same_namespace);
     a.store_imm(BPF_W, kFp, kOne, 2);
-    a.load_map(kR1, seen_fd);
-    a.mov(kR2, kFp);
-    a.add_imm(kR2, kKey);
-    a.mov(kR3, kFp);
-    a.add_imm(kR3, kOne);
-    a.mov_imm(kR4, BPF_ANY);
-    a.call(BPF_FUNC_map_update_elem);
+    remember(a, seen_fd);
     a.jump(marker);
     a.bind(same_namespace);
   }
@@ -442,13 +447,7 @@ void write_file(Assembler& a, const Offsets& o, const std::vector<std::string>& 
   match_prefixes(a, prefixes);
   a.store(BPF_W, kFp, kOne, kR0);
   a.mov(kR8, kR0);  // the verdict (the file is no longer needed)
-  a.load_map(kR1, seen_fd);
-  a.mov(kR2, kFp);
-  a.add_imm(kR2, kKey);
-  a.mov(kR3, kFp);
-  a.add_imm(kR3, kOne);
-  a.mov_imm(kR4, BPF_ANY);
-  a.call(BPF_FUNC_map_update_elem);
+  remember(a, seen_fd);
   a.jump_imm(BPF_JEQ, kR8, 0, out);
   write_record(a);
   a.mov(kR1, kR9);
