@@ -35,6 +35,8 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <unordered_set>
@@ -326,26 +328,38 @@ class InUseScanner {
     for (const MountEntry& mount : *mounts) {
       if (mount.fstype == "overlay" || mount.fstype.starts_with("fuse")) return false;
     }
-    // cwd, root and exe of every pid, while the mappings are walked.
-    Partial links;
-    std::vector<std::size_t> links_of(pids.size() + 1, 0);
-    const auto read_links = [&](Scratch& mine) {
-      for (std::size_t i = 0; i < pids.size(); ++i) {
-        PidPath path(pids[i]);
-        if (options_.include_cwd_root_exe) {
-          scan_link(proc_fd, path.at("cwd"), pids[i], HoldKind::kCwd, links, mine);
-          scan_link(proc_fd, path.at("root"), pids[i], HoldKind::kRoot, links, mine);
+    // cwd, root and exe of every pid, by both threads once their walk is done, in
+    // batches of pids; each pid's links in its own slot, in the order of the /proc scan.
+    std::vector<std::vector<Holder>> links(pids.size());
+    std::array<Partial, 2> refused;  // unreadable pids, per thread
+    std::atomic<std::size_t> next_link{0};
+    std::atomic<int> readers{0};
+    const auto read_links = [&] {
+      const int me = readers.fetch_add(1);
+      Scratch own;
+      Scratch& mine = me == 0 ? scratch : own;
+      Partial out;
+      for (;;) {
+        const std::size_t first = next_link.fetch_add(kPidsPerClaim, std::memory_order_relaxed);
+        if (first >= pids.size()) break;
+        for (std::size_t i = first; i < std::min(first + kPidsPerClaim, pids.size()); ++i) {
+          PidPath path(pids[i]);
           // exe too: a process may have unmapped its executable (a packer's stub, a
           // restored checkpoint), so no wanted mapping says that it holds it.
-          scan_link(proc_fd, path.at("exe"), pids[i], HoldKind::kExe, links, mine);
+          scan_link(proc_fd, path.at("cwd"), pids[i], HoldKind::kCwd, out, mine);
+          scan_link(proc_fd, path.at("root"), pids[i], HoldKind::kRoot, out, mine);
+          scan_link(proc_fd, path.at("exe"), pids[i], HoldKind::kExe, out, mine);
+          std::move(out.holders.begin(), out.holders.end(), std::back_inserter(links[i]));
+          out.holders.clear();
         }
-        links_of[i + 1] = links.holders.size();
       }
+      refused[me == 0 ? 0 : 1].unreadable = std::move(out.unreadable);
     };
     auto iterators = TaskIterators::load(prefixes_);
     if (!iterators) return false;
-    auto found =
-        iterators->run(options_.include_fds, options_.include_maps, [&] { read_links(scratch); });
+    auto found = iterators->run(options_.include_fds, options_.include_maps,
+                                options_.include_cwd_root_exe ? std::function<void()>(read_links)
+                                                              : std::function<void()>());
     if (!found) return false;
 
     std::unordered_map<int, const KernelTask*> tasks;
@@ -360,7 +374,6 @@ class InUseScanner {
     auto mapping = found->mappings.begin();
     for (std::size_t i = 0; i < pids.size(); ++i) {
       const int pid = pids[i];
-      const auto [first_link, end_link] = std::pair{links_of[i], links_of[i + 1]};
       const auto task = tasks.find(pid);
       // Records of pids /proc did not list (started since): not scanned, as by /proc.
       while (file != found->files.end() && file->pid < pid) ++file;
@@ -383,9 +396,8 @@ class InUseScanner {
         for (; mapping != mappings_end; ++mapping) {
           add_kernel_mapping(proc_fd, path, *mapping, first_mapping, out);
         }
-        for (std::size_t l = first_link; l < end_link; ++l) {  // cwd, root, exe
-          out.holders.push_back(std::move(links.holders[l]));
-        }
+        // cwd, root, exe
+        std::move(links[i].begin(), links[i].end(), std::back_inserter(out.holders));
         if (out.holders.size() > before) {
           if (options_.include_cmdline) {
             describe(proc_fd, path, pid, out, scratch);
@@ -400,7 +412,10 @@ class InUseScanner {
       file = files_end;
       mapping = mappings_end;
     }
-    out.unreadable.insert(out.unreadable.end(), links.unreadable.begin(), links.unreadable.end());
+    for (const Partial& partial : refused) {
+      out.unreadable.insert(out.unreadable.end(), partial.unreadable.begin(),
+                            partial.unreadable.end());
+    }
     std::array<Partial, 2> partials{std::move(out), Partial{}};
     merge(partials);
     index_.by_kernel_iterators_ = true;

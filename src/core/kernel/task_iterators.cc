@@ -764,9 +764,11 @@ Result<KernelFiles> TaskIterators::run(bool files, bool mappings,
   };
   // The mappings are the longest walk: their thread starts before anything is verified.
   std::optional<Result<Stream>> mapping_stream;
-  auto helper = mappings
-                    ? try_start_thread([&] { mapping_stream = load_and_drain(state_->mappings); })
-                    : std::nullopt;
+  auto helper = mappings ? try_start_thread([&] {
+    mapping_stream = load_and_drain(state_->mappings);
+    if (alongside) alongside();
+  })
+                         : std::nullopt;
   auto task_stream = load_and_drain(state_->tasks);
   std::optional<Result<Stream>> file_stream;
   if (files) file_stream = load_and_drain(state_->files);

@@ -74,8 +74,9 @@ class TaskIterators {
   TaskIterators& operator=(TaskIterators&&) noexcept;
   ~TaskIterators();
 
-  /// Loads and runs the iterators asked for: the mappings on a second thread, the tasks,
-  /// the files and then `alongside` (the caller's own work) on this one. Error when the
+  /// Loads and runs the iterators asked for: the mappings on a second thread, the tasks
+  /// and the files on this one; then each thread calls `alongside` (the caller's own
+  /// work, which the two share: it must be safe to run twice at once). Error when the
   /// kernel refuses a program or a walk fails midway (the caller falls back to /proc).
   [[nodiscard]] Result<KernelFiles> run(bool files, bool mappings,
                                         const std::function<void()>& alongside);
