@@ -325,6 +325,7 @@ class InUseScanner {
       return false;
     }
     if (std::getenv("HEADROOM_NO_BPF") != nullptr) return false;
+    if (!std::is_sorted(pids.begin(), pids.end())) return false;  // /proc lists them in order
     for (const MountEntry& mount : *mounts) {
       if (mount.fstype == "overlay" || mount.fstype.starts_with("fuse")) return false;
     }

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstddef>
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -788,6 +788,11 @@ Result<KernelFiles> TaskIterators::run(bool files, bool mappings,
     if (!**stream) return fail((*stream)->error());
     auto parsed = parse_files(***stream, local);
     if (!parsed) return fail(parsed.error());
+    // In pid order, as the iterators visit the tasks (and as the header promises).
+    const auto by_pid = [](const KernelFile& a, const KernelFile& b) { return a.pid < b.pid; };
+    if (!std::is_sorted(parsed->begin(), parsed->end(), by_pid)) {
+      std::stable_sort(parsed->begin(), parsed->end(), by_pid);
+    }
     *into = std::move(*parsed);
   }
   out.buffers.push_back(std::move(task_stream->data));
