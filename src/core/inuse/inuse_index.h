@@ -7,12 +7,13 @@
 // (/proc/sysvipc/shm). Used by `who`, `clean`, `du`, `prune` and shm.stale.
 //
 // Sources: proc(5) /proc/<pid>/fd, /proc/<pid>/maps, /proc/<pid>/cwd|root|exe,
-// /proc/sysvipc/shm. Quirks handled: maps' device column is hex major:minor;
-// a vanished pid (ENOENT/ESRCH) is skipped silently; a pid we may not read
-// (EACCES, EPERM) is counted and listed, because a file it holds would
-// otherwise look unheld; with hidepid=1/2 other users' pids are invisible,
-// which `hidepid` reports. Overlayfs: maps show the lower file's device while
-// stat of an fd shows the overlay's, so the same file may carry two ids.
+// /proc/sysvipc/shm; as root, for a path scan, BPF task iterators in place of fd/
+// and maps (core/kernel/task_iterators.h, ScanOptions::kernel_iterators). Quirks handled: maps'
+// device column is hex major:minor; a vanished pid (ENOENT/ESRCH) is skipped silently; a pid we may
+// not read (EACCES, EPERM) is counted and listed, because a file it holds would otherwise look
+// unheld; with hidepid=1/2 other users' pids are invisible, which `hidepid` reports. Overlayfs:
+// maps show the lower file's device while stat of an fd shows the overlay's, so the same file may
+// carry two ids.
 
 #include <sys/stat.h>
 #include <sys/types.h>

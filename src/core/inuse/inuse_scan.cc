@@ -20,6 +20,10 @@
 //   (Linux 6.11+: the same device and inode columns, no text, no path), the
 //   name asked for a matching mapping only. Older kernels: the text.
 //
+// As root, a path scan of the live host reads the fds and mappings with BPF task
+// iterators instead (scan_by_iterators, core/kernel/task_iterators.h), where they give
+// this same answer; /proc is the fallback.
+//
 // A recorded tree (root prefix other than "/") keeps paths, not identities:
 // its link targets and maps paths are resolved under the root prefix, so a
 // fixture's /proc/<pid>/fd/3 -> /dev/shm/x names the fixture's /dev/shm/x.
@@ -318,7 +322,7 @@ class InUseScanner {
   // root, lockdown, no BTF): scan_all then.
   bool scan_by_iterators(int proc_fd, int self_pid, const std::vector<int>& pids,
                          const std::vector<MountEntry>* mounts, Scratch& scratch) {
-    // (Without maps the executable could not be found by its mapping.)
+    // (Every kind or /proc: no caller asks for less in a path scan.)
     if (!live_ || !options_.kernel_iterators || !options_.include_maps || prefixes_.empty() ||
         !devices_.empty() || !wanted_pids_.empty() || mounts == nullptr || self_pid != ::getpid() ||
         !proc_is_own_pid_namespace(proc_fd, scratch)) {
@@ -387,8 +391,9 @@ class InUseScanner {
       const auto unnamed = [](const KernelFile& f) { return f.name.empty(); };
       if (task == tasks.end() || task->second->mount_namespace != own_namespace ||
           std::any_of(file, files_end, unnamed) || std::any_of(mapping, mappings_end, unnamed)) {
-        // Gone, started since, in a mount namespace of its own, or a name longer than the
-        // kernel's buffer (the maps text has it): through /proc.
+        // Gone, started since, in a mount namespace of its own, or a file the programs
+        // could not name as /proc does (longer than a page; a mapping on a mount outside
+        // this mount namespace): through /proc.
         scan_process(proc_fd, pid, out, scratch);
       } else {
         PidPath path(pid);
