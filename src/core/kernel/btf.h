@@ -25,7 +25,7 @@ class Btf {
   /// The kernel's own BTF; Error when the kernel has none (CONFIG_DEBUG_INFO_BTF off)
   /// or it cannot be read.
   [[nodiscard]] static Result<Btf> vmlinux();
-  /// Parses BTF bytes (tests); Error when they are not BTF.
+  /// Parses BTF bytes (what vmlinux() read where it could not map them); Error when not BTF.
   [[nodiscard]] static Result<Btf> parse(std::vector<char> bytes);
 
   Btf(Btf&&) noexcept;

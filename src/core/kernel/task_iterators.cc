@@ -160,21 +160,22 @@ struct TaskRecord {
   std::uint32_t level;  // the depth of its pid namespace
   std::uint32_t euid;
   std::uint32_t unused;
-  std::uint64_t memory;           // mm: 0 for a kernel thread
   std::uint64_t mount_namespace;  // nsproxy->mnt_ns
   std::uint64_t pointer;          // scratch: real_cred, nsproxy, thread_pid in turn
   char command[16];
   char numbers[104];  // thread_pid->numbers[]: struct upid {int nr; ...} per level
 };
-static_assert(sizeof(TaskRecord) == 160);
-constexpr int kTaskRecord = -160;
+static_assert(sizeof(TaskRecord) == 152);
+constexpr int kTaskRecord = -152;
+// Where a field of the record is on the program's stack.
+#define TASK_FIELD(name) (kTaskRecord + static_cast<int>(offsetof(TaskRecord, name)))
 
 // This kernel's offsets of everything the programs read.
 struct Offsets {
   std::uint32_t meta_seq, task_ctx_task, file_ctx_task, file_ctx_fd, file_ctx_file, vma_ctx_task,
       vma_ctx_vma;
-  std::uint32_t task_pid, task_tgid, task_thread_pid, task_comm, task_real_cred, task_mm,
-      task_nsproxy, nsproxy_mount;
+  std::uint32_t task_pid, task_tgid, task_thread_pid, task_comm, task_real_cred, task_nsproxy,
+      nsproxy_mount;
   std::uint32_t pid_numbers, pid_level, upid_size, upid_nr, cred_euid;
   std::uint32_t file_path, file_inode, path_mount, path_dentry, inode_number, inode_size, inode_sb,
       sb_dev, sb_flags;
@@ -223,7 +224,6 @@ Result<Offsets> read_offsets(const Btf& btf) {
   get(o.task_thread_pid, "task_struct", "thread_pid");
   get(o.task_comm, "task_struct", "comm");
   get(o.task_real_cred, "task_struct", "real_cred");
-  get(o.task_mm, "task_struct", "mm");
   get(o.task_nsproxy, "task_struct", "nsproxy");
   get(o.nsproxy_mount, "nsproxy", "mnt_ns");
   get(o.pid_numbers, "pid", "numbers");
@@ -514,9 +514,9 @@ std::optional<std::vector<bpf_insn>> tasks_program(const Offsets& o) {
   const auto out = a.label();
   enter(a, o, o.task_ctx_task, out);
   leader_pid(a, o, kTaskRecord, out);
-  constexpr int kPointer = kTaskRecord + 32;
-  constexpr int kLevel = kTaskRecord + 4;
-  constexpr int kNumbers = kTaskRecord + 56;
+  constexpr int kPointer = TASK_FIELD(pointer);
+  constexpr int kLevel = TASK_FIELD(level);
+  constexpr int kNumbers = TASK_FIELD(numbers);
   // A pointer read into the record's scratch slot, then a field through it.
   const auto through = [&](std::uint32_t pointer, int to, std::uint32_t size, std::uint32_t field) {
     a.store_imm(size == 4 ? BPF_W : BPF_DW, kFp, to, 0);
@@ -527,18 +527,18 @@ std::optional<std::vector<bpf_insn>> tasks_program(const Offsets& o) {
     read_kernel(a, to, size, kR8, field);
     a.bind(null);
   };
-  a.store_imm(BPF_W, kFp, kTaskRecord + 12, 0);
-  through(o.task_real_cred, kTaskRecord + 8, 4, o.cred_euid);
-  through(o.task_nsproxy, kTaskRecord + 24, 8, o.nsproxy_mount);
-  a.store_imm(BPF_DW, kFp, kTaskRecord + 16, 0);
-  read_kernel(a, kTaskRecord + 16, 8, kR7, o.task_mm);
-  read_kernel(a, kTaskRecord + 40, 16, kR7, o.task_comm);
+  a.store_imm(BPF_W, kFp, TASK_FIELD(unused), 0);
+  through(o.task_real_cred, TASK_FIELD(euid), 4, o.cred_euid);
+  through(o.task_nsproxy, TASK_FIELD(mount_namespace), 8, o.nsproxy_mount);
+  read_kernel(a, TASK_FIELD(command), 16, kR7, o.task_comm);
   // The pid struct last: its pointer stays in the scratch slot.
   a.store_imm(BPF_W, kFp, kLevel, 0);
-  for (int i = 0; i < 104; i += 8) a.store_imm(BPF_DW, kFp, kNumbers + i, 0);
+  for (int i = 0; i < static_cast<int>(sizeof(TaskRecord::numbers)); i += 8) {
+    a.store_imm(BPF_DW, kFp, kNumbers + i, 0);
+  }
   through(o.task_thread_pid, kLevel, 4, o.pid_level);
   a.jump_imm(BPF_JEQ, kR8, 0, out);
-  read_kernel(a, kNumbers, 104, kR8, o.pid_numbers);
+  read_kernel(a, kNumbers, sizeof(TaskRecord::numbers), kR8, o.pid_numbers);
   a.mov(kR1, kR9);
   a.mov(kR2, kFp);
   a.add_imm(kR2, kTaskRecord);
@@ -693,7 +693,6 @@ Result<std::vector<KernelTask>> parse_tasks(const Stream& stream, const Offsets&
     KernelTask& task = out.emplace_back();
     task.pid = pid;
     task.euid = record.euid;
-    task.has_memory = record.memory != 0;
     task.mount_namespace = record.mount_namespace;
     const char* command = data + i * sizeof(TaskRecord) + offsetof(TaskRecord, command);
     task.command = std::string_view(command, ::strnlen(command, sizeof record.command));

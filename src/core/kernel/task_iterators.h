@@ -37,7 +37,6 @@ namespace headroom {
 struct KernelTask {
   int pid = 0;
   uid_t euid = 0;                     ///< in the initial user namespace
-  bool has_memory = false;            ///< an mm: not a kernel thread, not exiting
   std::uint64_t mount_namespace = 0;  ///< equal for tasks of one mount namespace; 0 unknown
   std::string_view command;           ///< comm
 };
