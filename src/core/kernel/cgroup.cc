@@ -216,15 +216,19 @@ Result<CgroupLocation> find_cgroup(const Context& context, std::string_view pid,
 
 Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view pid,
                                         const std::vector<MountEntry>* mounts, bool details) {
-  const SysRoot& root = context.root;
   auto located = find_cgroup(context, pid, "memory", mounts);
   if (!located) return fail(located.error());
+  return read_memory_cgroup_at(context, *located, details);
+}
 
-  const bool v1 = located->version == CgroupVersion::kV1;
+Result<MemoryCgroup> read_memory_cgroup_at(const Context& context, const CgroupLocation& located,
+                                           bool details) {
+  const SysRoot& root = context.root;
+  const bool v1 = located.version == CgroupVersion::kV1;
   MemoryCgroup cgroup;
-  cgroup.version = located->version;
-  cgroup.path = located->path;
-  cgroup.directory = root.host(located->directory);
+  cgroup.version = located.version;
+  cgroup.path = located.path;
+  cgroup.directory = root.host(located.directory);
   const char* limit_file = v1 ? "memory.limit_in_bytes" : "memory.max";
   const char* usage_file = v1 ? "memory.usage_in_bytes" : "memory.current";
   const auto usage = read_number(context, cgroup.directory, usage_file);
@@ -234,7 +238,7 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
     // controller enabled has no memory.* files: no limit applies here.
     return fail(
         Error{Error::Code::kNotFound, fmt::format("{}: no {} (memory controller not enabled here)",
-                                                  located->directory.string(), usage_file)});
+                                                  located.directory.string(), usage_file)});
   }
   cgroup.usage_bytes = usage.value_or(0);
   cgroup.limit_bytes = limit_of(limit_text);
@@ -246,7 +250,7 @@ Result<MemoryCgroup> read_memory_cgroup(const Context& context, std::string_view
   // details it is read only when the ancestors cannot be walked (the cgroup is
   // the mount's root, as in a v1 container), because on a v1 host memory.stat
   // sums every descendant cgroup and is the costliest file of a sample.
-  const std::filesystem::path top = root.host(located->mount_point);
+  const std::filesystem::path top = root.host(located.mount_point);
   const bool ancestors_hidden = cgroup.directory == top;
   if (auto stat = details || (v1 && ancestors_hidden)
                       ? read_file(context, cgroup.directory, "memory.stat")

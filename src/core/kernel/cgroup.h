@@ -104,5 +104,11 @@ struct MemoryCgroup {
 [[nodiscard]] Result<MemoryCgroup> read_memory_cgroup(
     const Context& context, std::string_view pid = "self",
     const std::vector<MountEntry>* mounts = nullptr, bool details = true);
+/// The same for a memory cgroup already located (find_cgroup(..., "memory")): a watch
+/// locates its cgroup once in a while, not at every sample. kNotFound when its files are
+/// gone (the cgroup was removed: locate it again).
+[[nodiscard]] Result<MemoryCgroup> read_memory_cgroup_at(const Context& context,
+                                                         const CgroupLocation& located,
+                                                         bool details);
 
 }  // namespace headroom

@@ -5,6 +5,8 @@
 // only then; on a 200-mount Kubernetes node that read is most of a sample. A
 // mountinfo that is not on procfs (a fixture tree) is re-read every time.
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/context.h"
@@ -19,6 +21,9 @@ class MountTable {
  public:
   /// The current mounts; valid until the next call.
   [[nodiscard]] Result<const std::vector<MountEntry>*> current(const Context& context);
+  /// Counts the tables current() has returned that differ from the one before: what
+  /// was worked out from the mounts (a cgroup's directory) holds while it is the same.
+  [[nodiscard]] std::uint64_t generation() const { return generation_; }
 
  private:
   [[nodiscard]] bool changed() const;
@@ -27,6 +32,8 @@ class MountTable {
   bool pollable_ = false;  ///< on procfs: POLLPRI tells a change
   bool loaded_ = false;
   std::vector<MountEntry> mounts_;
+  std::string text_;  ///< what mounts_ was parsed from
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace headroom

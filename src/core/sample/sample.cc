@@ -90,7 +90,7 @@ Result<Sample> take_sample(const Context& context, const SampleOptions& options,
                      memo != nullptr ? memo->probers : own_memo.probers, sample);
   sample_memory(context, sample);
   sample_pressure(context, sample);
-  sample_cgroup(context, mounts ? *mounts : nullptr, sample);
+  sample_cgroup(context, options, memo, mounts ? *mounts : nullptr, sample);
   sample_vmstat(context, memo, sample);
   sample_oom_victims(context, memo, sample);
   sample_fds(context, options, sample);

@@ -19,6 +19,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/inuse/inuse_index.h"
+#include "core/kernel/cgroup.h"
 #include "core/kernel/kmsg.h"
 #include "core/kernel/mount_table.h"
 #include "core/open_files.h"
@@ -180,6 +181,11 @@ struct SampleOptions {
   /// With a SampleMemo, the /proc scan reruns only when a candidate file is
   /// new or has grown, or when the last scan is older than this.
   std::chrono::seconds shm_stale_rescan{60};
+  /// With a SampleMemo, the memory cgroup is located again (/proc/<pid>/cgroup, which
+  /// the kernel builds for every hierarchy on each read) this often, or at once when the
+  /// mounts change or its files are gone: a process moved to another cgroup is followed
+  /// within this long.
+  std::chrono::seconds cgroup_relocate{10};
   /// The context's process's open fds against its RLIMIT_NOFILE (a job under
   /// `run`, the training process of the Python module); false: the system's
   /// file handles against fs.file-max, for a daemon whose own fds say nothing.
@@ -235,6 +241,12 @@ struct SampleMemo {
   KernelLogWatch kernel_log;
   std::optional<std::uint64_t> cgroup_oom_kills;
   std::optional<std::chrono::steady_clock::time_point> shm_scanned;
+  /// Where the memory cgroup is, located (from /proc/<pid>/cgroup and the mounts) at
+  /// `cgroup_located` with the mount table of `cgroup_mounts`: located again after
+  /// SampleOptions::cgroup_relocate, when the mounts change, or when its files are gone.
+  std::optional<CgroupLocation> cgroup;
+  std::chrono::steady_clock::time_point cgroup_located;
+  std::uint64_t cgroup_mounts = 0;
 };
 
 /// Takes one sample. Fails only for invalid options; every probe failure is

@@ -23,9 +23,11 @@ void sample_filesystems(const Context& context, const std::vector<WatchedPath>& 
 void sample_memory(const Context& context, Sample& sample);
 /// /proc/pressure/memory ("pressure"); a kernel without PSI is a failed probe.
 void sample_pressure(const Context& context, Sample& sample);
-/// The memory cgroup of the context's process ("cgroup").
-/// `mounts`: the sample's mount table, or null to read it.
-void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample);
+/// The memory cgroup of the context's process ("cgroup"). `mounts`: the sample's mount
+/// table, or null to read it. With a memo, located again only now and then
+/// (SampleOptions::cgroup_relocate).
+void sample_cgroup(const Context& context, const SampleOptions& options, SampleMemo* memo,
+                   const std::vector<MountEntry>* mounts, Sample& sample);
 /// /proc/vmstat oom_kill ("vmstat"); with a memo, read only when the kernel has logged
 /// something since the last sample (an OOM kill always does), else the last value.
 void sample_vmstat(const Context& context, SampleMemo* memo, Sample& sample);

@@ -38,9 +38,34 @@ void sample_pressure(const Context& context, Sample& sample) {
   });
 }
 
-void sample_cgroup(const Context& context, const std::vector<MountEntry>* mounts, Sample& sample) {
+namespace {
+
+/// The memory cgroup read where the memo last located it, when that is recent and the
+/// mounts are the same; else (and when its files are gone) located anew.
+Result<MemoryCgroup> memory_cgroup(const Context& context, const SampleOptions& options,
+                                   SampleMemo* memo, const std::vector<MountEntry>* mounts,
+                                   std::chrono::steady_clock::time_point now) {
+  if (memo == nullptr) return read_memory_cgroup(context, context.pid, mounts, false);
+  const std::uint64_t generation = memo->mounts.generation();
+  if (memo->cgroup && memo->cgroup_mounts == generation &&
+      now - memo->cgroup_located < options.cgroup_relocate) {
+    if (auto cgroup = read_memory_cgroup_at(context, *memo->cgroup, false)) return cgroup;
+  }
+  memo->cgroup.reset();
+  auto located = find_cgroup(context, context.pid, "memory", mounts);
+  if (!located) return fail(located.error());
+  memo->cgroup = std::move(*located);
+  memo->cgroup_located = now;
+  memo->cgroup_mounts = generation;
+  return read_memory_cgroup_at(context, *memo->cgroup, false);
+}
+
+}  // namespace
+
+void sample_cgroup(const Context& context, const SampleOptions& options, SampleMemo* memo,
+                   const std::vector<MountEntry>* mounts, Sample& sample) {
   run_probe(context, sample, "cgroup", [&]() -> Result<void> {
-    return read_memory_cgroup(context, context.pid, mounts, false)
+    return memory_cgroup(context, options, memo, mounts, sample.monotonic)
         .map([&](const MemoryCgroup& cgroup) {
           sample.cgroup = CgroupSample{};
           sample.cgroup->path = cgroup.path;
