@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <optional>
 
@@ -22,6 +23,15 @@ double grid_step(double span, std::size_t cells) {
   return 10 * decade;
 }
 
+/// floor(seconds / step): the cell of thin()'s grid a point is in. Truncated in an integer
+/// where that is the same number (the usual case, seconds since a watch began): the lean
+/// build would call libm's floor for each point of each fit.
+[[gnu::always_inline]] inline double cell_of(double seconds, double step) {
+  const double cells = seconds / step;
+  if (cells >= 0 && cells < 0x1p62) return static_cast<double>(static_cast<std::int64_t>(cells));
+  return std::floor(cells);
+}
+
 /// The points thin() keeps between the oldest and the newest (into `inner`, cleared).
 void inner_points(std::span<const SeriesPoint> points, std::size_t max_points,
                   std::vector<SeriesPoint>& inner) {
@@ -36,9 +46,9 @@ void inner_points(std::span<const SeriesPoint> points, std::size_t max_points,
   const double step = grid_step(span, max_points - 3);
   if (!(step > 0) || !std::isfinite(step)) return;
   // The first point of each cell: it depends on itself and the point before it only.
-  double cell = std::floor(points.front().seconds / step);
+  double cell = cell_of(points.front().seconds, step);
   for (std::size_t index = 1; index + 1 < points.size(); ++index) {
-    const double here = std::floor(points[index].seconds / step);
+    const double here = cell_of(points[index].seconds, step);
     if (here > cell) inner.push_back(points[index]);
     cell = here;
   }
@@ -119,11 +129,20 @@ double median(std::span<double> values) {
   return (lower + upper) / 2;
 }
 
-/// Share of the pairs of points in which `remaining` fell.
-double falling_share(const PairSlopes& pairs) {
-  return pairs.slopes.empty()
-             ? 0
-             : static_cast<double>(pairs.negative) / static_cast<double>(pairs.slopes.size());
+/// Share of the pairs of `points` (the later one after the earlier) in which `remaining`
+/// fell: the signs of pairwise_slopes(points), without keeping the slopes.
+double falling_share(std::span<const SeriesPoint> points) {
+  std::size_t pairs = 0;
+  std::size_t falling = 0;
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    for (std::size_t j = i + 1; j < points.size(); ++j) {
+      const auto value = slope(points[i], points[j]);
+      if (!value) continue;
+      ++pairs;
+      falling += *value < 0 ? std::size_t{1} : 0;
+    }
+  }
+  return pairs == 0 ? 0 : static_cast<double>(falling) / static_cast<double>(pairs);
 }
 
 /// Appends the slopes of every pair of `points` in which at least one is marked
@@ -246,18 +265,26 @@ struct FitCacheAccess {
         inner, [&](std::size_t index) { return index >= run; }, added);
     std::sort(gone.begin(), gone.end());
     std::sort(added.begin(), added.end());
-    // The sorted slopes without `gone` (a value once for each time it is there), then with
-    // `added` merged in: two passes, no sort.
+    // The sorted slopes without `gone` (a value once for each time it is there) and with
+    // `added` merged in, in one pass and no sort.
     if (gone.size() > slot.sorted.size()) return false;
-    kept.resize(slot.sorted.size());  // room for all: a slope not found stays in
-    const auto kept_end = std::set_difference(slot.sorted.begin(), slot.sorted.end(), gone.begin(),
-                                              gone.end(), kept.begin());
-    if (kept_end != kept.begin() + static_cast<std::ptrdiff_t>(slot.sorted.size() - gone.size())) {
-      return false;
+    kept.resize(slot.sorted.size() - gone.size() + added.size());
+    auto out = kept.begin();
+    auto take_out = gone.begin();
+    auto put_in = added.begin();
+    for (const double value : slot.sorted) {
+      while (take_out != gone.end() && *take_out < value) ++take_out;  // not there: no match
+      if (take_out != gone.end() && *take_out == value) {
+        ++take_out;
+        continue;
+      }
+      while (put_in != added.end() && *put_in < value && out != kept.end()) *out++ = *put_in++;
+      if (out == kept.end()) return false;  // one of `gone` was not there: computed anew
+      *out++ = value;
     }
-    kept.erase(kept_end, kept.end());
-    slot.sorted.resize(kept.size() + added.size());
-    std::merge(kept.begin(), kept.end(), added.begin(), added.end(), slot.sorted.begin());
+    if (take_out != gone.end() || kept.end() - out != added.end() - put_in) return false;
+    std::copy(put_in, added.end(), out);
+    slot.sorted.swap(kept);
     std::size_t negative = 0;
     std::size_t positive = 0;
     count_signs(gone, negative, positive);
@@ -470,7 +497,7 @@ FillEstimate trend(std::span<const SeriesPoint> points, const FillOptions& optio
         return point.seconds <= tail.front().seconds + options.recent_seconds / 3;
       });
   const auto opening = tail.first(static_cast<std::size_t>(first_third - tail.begin()));
-  if (falling_share(pairwise_slopes(opening)) < options.min_agreement) return whole;
+  if (falling_share(opening) < options.min_agreement) return whole;
   // The rate changed when the tail falls clearly faster than what came before it
   // (flat, or slower); otherwise the whole window is the steadier view.
   const FillEstimate before = fit(points.first(split + 1), options, cache).estimate;

@@ -19,12 +19,15 @@ History::History(std::chrono::milliseconds window, std::size_t capacity, FillOpt
     : window_(window), capacity_(std::max<std::size_t>(capacity, 2)), fill_(fill) {}
 
 void History::append(Series& series, double seconds, double remaining) {
-  series.points.push_back({seconds, remaining});
+  std::vector<SeriesPoint>& points = series.points;
+  points.push_back({seconds, remaining});
   const double oldest = seconds - std::chrono::duration<double>(window_).count();
-  while (!series.points.empty() && series.points.front().seconds < oldest) {
-    series.points.pop_front();
+  auto keep = std::find_if(points.begin(), points.end(),
+                           [&](const SeriesPoint& point) { return point.seconds >= oldest; });
+  if (points.end() - keep > static_cast<std::ptrdiff_t>(capacity_)) {
+    keep = points.end() - static_cast<std::ptrdiff_t>(capacity_);
   }
-  while (series.points.size() > capacity_) series.points.pop_front();
+  points.erase(points.begin(), keep);
 }
 
 void History::add(const Sample& sample) {
@@ -58,8 +61,7 @@ Predictions History::predict() const {
     if (same != by_device.end() && same->second.first->points == series.points) {
       estimate = same->second.second;
     } else {
-      const std::vector<SeriesPoint> points(series.points.begin(), series.points.end());
-      estimate = fill_eta(points, fill_, &series.fits);
+      estimate = fill_eta(series.points, fill_, &series.fits);
       if (!series.device.empty())
         by_device.insert_or_assign(series.device, std::pair{&series, estimate});
     }

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,7 +45,9 @@ class History {
  private:
   struct Series {
     std::string device;
-    std::deque<SeriesPoint> points;
+    /// Oldest first, contiguous: each prediction fits it in place (the oldest points
+    /// leave with one move of the rest, cheaper than copying it out for every fit).
+    std::vector<SeriesPoint> points;
     /// The slopes of its last fits: the next prediction, a point later, reuses them.
     mutable FitCache fits;
   };
