@@ -372,6 +372,7 @@ class TextFamilies final : public MetricOut {
  private:
   struct Family {
     std::string name;
+    std::string header;  ///< its HELP and TYPE lines, written once
     std::string text;
     bool used = false;
   };
@@ -389,17 +390,21 @@ class TextFamilies final : public MetricOut {
           break;
         }
       }
-      if (found == count) families_.push_back({std::string(name), {}, false});
+      if (found == count) {
+        Family added{std::string(name), {}, {}, false};
+        TextWriter(added.header)
+            .family(name, help, type == MetricType::Counter ? "counter" : "gauge");
+        families_.push_back(std::move(added));
+      }
       last_ = found;
     }
     Family& family = families_[last_];
-    TextWriter writer(family.text);
     if (!family.used) {
       family.used = true;
       order_.push_back(last_);
-      writer.family(name, help, type == MetricType::Counter ? "counter" : "gauge");
+      family.text = family.header;
     }
-    writer.sample(name, labels, value);
+    TextWriter(family.text).sample(name, labels, value);
   }
 
   std::vector<Family> families_;
