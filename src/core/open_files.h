@@ -17,8 +17,10 @@
 namespace headroom {
 
 /// Reads a kept fd's file whole with pread from offset 0 (at most `limit`
-/// bytes, appended to `content`); 0, or the errno of the failed read.
-[[nodiscard]] int read_from_start(int fd, std::size_t limit, std::string& content);
+/// bytes, appended to `content`); 0, or the errno of the failed read. `expected`: the size
+/// the caller expects (each read asks for that much until one fills it), 0 for unknown.
+[[nodiscard]] int read_from_start(int fd, std::size_t limit, std::string& content,
+                                  std::size_t expected = 0);
 
 /// Open fds of pseudo-files by path. Not thread-safe: one sampler owns it.
 class OpenFiles {
@@ -29,7 +31,11 @@ class OpenFiles {
   [[nodiscard]] std::size_t size() const { return files_.size(); }
 
  private:
-  std::map<std::string, UniqueFd, std::less<>> files_;
+  struct KeptFile {
+    UniqueFd fd;
+    std::size_t last_size = 0;  ///< what the last read returned
+  };
+  std::map<std::string, KeptFile, std::less<>> files_;
 };
 
 /// While alive, SysRoot::read on this thread goes through `files`.

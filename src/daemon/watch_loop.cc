@@ -59,10 +59,9 @@ class SignalWatcher {
     take_pending();
     return stop_;
   }
-  bool take_reload() {
-    take_pending();
-    return std::exchange(reload_, false);
-  }
+  /// A reload asked for by the time of the last stop_requested() (one syscall a sample:
+  /// a SIGHUP that comes later is taken at the next one).
+  bool take_reload() { return std::exchange(reload_, false); }
 
  private:
   void record(int signal) { (signal == SIGHUP ? reload_ : stop_) = true; }

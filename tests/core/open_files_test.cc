@@ -3,8 +3,12 @@
 
 #include "core/open_files.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <thread>
 
@@ -23,6 +27,32 @@ TEST(OpenFiles, AKeptProcFileIsReadFreshEveryTime) {
   ASSERT_TRUE(second);
   EXPECT_EQ(files.size(), 1U);  // the same fd
   EXPECT_NE(*first, *second);   // uptime moved on: regenerated, not cached text
+}
+
+TEST(OpenFiles, AKeptFileThatGrewFarBeyondItsLastSizeIsReadWhole) {
+  // Each read asks for about the size seen last time: one that comes back full goes on.
+  // /proc/self/maps grows by a line for each of these mappings (alternating protections
+  // keep them apart), far past what the first read returned.
+  OpenFiles files;
+  auto before = files.read("/proc/self/maps", 1 << 20);
+  ASSERT_TRUE(before) << before.error().message;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  constexpr int kMappings = 300;
+  char* area = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * kMappings * 2,
+                                         PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(area, MAP_FAILED);
+  for (int index = 0; index < kMappings * 2; index += 2) {
+    ASSERT_EQ(::mprotect(area + index * page, static_cast<std::size_t>(page), PROT_READ), 0);
+  }
+  auto after = files.read("/proc/self/maps", 1 << 20);
+  ::munmap(area, static_cast<std::size_t>(page) * kMappings * 2);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(files.size(), 1U);
+  EXPECT_GT(after->size(), before->size() + 10000);
+  for (int index = 0; index < kMappings * 2; index += 2) {
+    const auto start = reinterpret_cast<std::uintptr_t>(area + index * page);
+    EXPECT_NE(after->find(fmt::format("{:x}-", start)), std::string::npos) << index;
+  }
 }
 
 TEST(OpenFiles, ARegularFileIsNotKept) {
