@@ -473,7 +473,10 @@ std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
                                               const Predictions& predictions) {
   std::vector<AlertEvent> events;
   std::set<std::string> seen;
+  // Nothing firing (the usual sample): no keys to match, no orphans to look for.
+  const bool none_active = active_.empty();
   for (AlertCondition& condition : conditions(sample, predictions)) {
+    if (none_active && !condition.holds) continue;
     std::string key = condition.key();
     // judge() has nothing to do for a condition that neither holds nor has an alert
     // firing: its texts are not even written.
@@ -481,8 +484,9 @@ std::vector<AlertEvent> AlertEngine::evaluate(const Sample& sample,
       if (condition.describe) condition.describe(condition);
       judge(condition, sample, events);
     }
-    seen.insert(std::move(key));
+    if (!none_active) seen.insert(std::move(key));
   }
+  if (none_active) return events;
   // Alerts whose subject is no longer measured (a dir gone, a probe failing)
   // count as clear: path_missing or the probe metrics say what happened.
   // Nor do alerts about a filesystem that hangs: its usage is unknown, not fine.
