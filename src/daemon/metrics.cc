@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <set>
@@ -298,7 +299,10 @@ class TextWriter {
 
  private:
   void escape(std::string_view value) {
-    if (value.find_first_of("\\\"\n") == std::string_view::npos) {
+    // One pass over the value (find_first_of tries each of the three characters at each
+    // position): most values have nothing to escape and are copied whole.
+    if (std::none_of(value.begin(), value.end(),
+                     [](char c) { return c == '\\' || c == '"' || c == '\n'; })) {
       out_ += value;
       return;
     }

@@ -281,14 +281,15 @@ Result<bool> run_watch(const Context& context, DaemonConfig config, const LoopHo
     auto snapshot = std::make_shared<Snapshot>();
     snapshot->taken = finished;
     snapshot->last_complete = last_complete;
-    snapshot->step = *step;
+    snapshot->step = std::move(*step);  // the snapshot keeps it; on_step reads it there
     snapshot->active = watcher.engine().active();
     snapshot->samples_total = samples;
     snapshot->sample_duration_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     snapshot->config_last_reload_success = reload_ok;
-    collector->publish(std::move(snapshot));
-    if (hooks.on_step) hooks.on_step(*step);
+    const std::shared_ptr<const Snapshot> published = std::move(snapshot);
+    collector->publish(published);
+    if (hooks.on_step) hooks.on_step(published->step);
     if (hooks.max_samples != 0 && samples >= hooks.max_samples) break;
     // A fixed schedule, not "sleep interval after work": the sample times stay
     // on the grid; when a sample overran, skip the missed ticks.
