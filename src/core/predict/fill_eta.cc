@@ -265,26 +265,18 @@ struct FitCacheAccess {
         inner, [&](std::size_t index) { return index >= run; }, added);
     std::sort(gone.begin(), gone.end());
     std::sort(added.begin(), added.end());
-    // The sorted slopes without `gone` (a value once for each time it is there) and with
-    // `added` merged in, in one pass and no sort.
+    // The sorted slopes without `gone` (a value once for each time it is there), then with
+    // `added` merged in: two passes, no sort.
     if (gone.size() > slot.sorted.size()) return false;
-    kept.resize(slot.sorted.size() - gone.size() + added.size());
-    auto out = kept.begin();
-    auto take_out = gone.begin();
-    auto put_in = added.begin();
-    for (const double value : slot.sorted) {
-      while (take_out != gone.end() && *take_out < value) ++take_out;  // not there: no match
-      if (take_out != gone.end() && *take_out == value) {
-        ++take_out;
-        continue;
-      }
-      while (put_in != added.end() && *put_in < value && out != kept.end()) *out++ = *put_in++;
-      if (out == kept.end()) return false;  // one of `gone` was not there: computed anew
-      *out++ = value;
+    kept.resize(slot.sorted.size());  // room for all: a slope not found stays in
+    const auto kept_end = std::set_difference(slot.sorted.begin(), slot.sorted.end(), gone.begin(),
+                                              gone.end(), kept.begin());
+    if (kept_end != kept.begin() + static_cast<std::ptrdiff_t>(slot.sorted.size() - gone.size())) {
+      return false;
     }
-    if (take_out != gone.end() || kept.end() - out != added.end() - put_in) return false;
-    std::copy(put_in, added.end(), out);
-    slot.sorted.swap(kept);
+    kept.erase(kept_end, kept.end());
+    slot.sorted.resize(kept.size() + added.size());
+    std::merge(kept.begin(), kept.end(), added.begin(), added.end(), slot.sorted.begin());
     std::size_t negative = 0;
     std::size_t positive = 0;
     count_signs(gone, negative, positive);
