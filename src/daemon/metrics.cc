@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <set>
+#include <span>
 
 namespace headroom::daemon {
 
@@ -15,27 +17,36 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 using LabelView = std::pair<std::string_view, std::string_view>;
-/// Label names and values as views of the snapshot's strings: a sample's labels cost one
-/// small vector, not two strings each.
+/// Label names and values as views of the snapshot's strings, not two strings each; a
+/// braced list of them is passed as it is (an initializer_list), with no vector per sample.
 using Labels = std::vector<LabelView>;
+using LabelSpan = std::span<const LabelView>;
 
 /// Where the metrics of a snapshot go: families of prometheus-cpp (tests compare them with
 /// its serializer), or straight to the text a scrape sends.
 class MetricOut {
  public:
   virtual ~MetricOut() = default;
-  void gauge(std::string_view name, std::string_view help, const Labels& labels, double value) {
+  void gauge(std::string_view name, std::string_view help, LabelSpan labels, double value) {
     add(name, help, MetricType::Gauge, labels, value);
   }
-  void counter(std::string_view name, std::string_view help, const Labels& labels, double value) {
+  void gauge(std::string_view name, std::string_view help, std::initializer_list<LabelView> labels,
+             double value) {
+    add(name, help, MetricType::Gauge, LabelSpan(labels.begin(), labels.size()), value);
+  }
+  void counter(std::string_view name, std::string_view help, LabelSpan labels, double value) {
     add(name, help, MetricType::Counter, labels, value);
+  }
+  void counter(std::string_view name, std::string_view help,
+               std::initializer_list<LabelView> labels, double value) {
+    add(name, help, MetricType::Counter, LabelSpan(labels.begin(), labels.size()), value);
   }
 
  protected:
   /// One sample of family `name`; a family's samples are kept together, in the order of
   /// the family's first sample.
-  virtual void add(std::string_view name, std::string_view help, MetricType type,
-                   const Labels& labels, double value) = 0;
+  virtual void add(std::string_view name, std::string_view help, MetricType type, LabelSpan labels,
+                   double value) = 0;
 };
 
 /// Builds prometheus-cpp families in a fixed order; a family without any sample is left out.
@@ -44,7 +55,7 @@ class Families final : public MetricOut {
   std::vector<MetricFamily> take() { return std::move(families_); }
 
  private:
-  void add(std::string_view name, std::string_view help, MetricType type, const Labels& labels,
+  void add(std::string_view name, std::string_view help, MetricType type, LabelSpan labels,
            double value) override {
     ClientMetric metric;
     for (const auto& [label, text] : labels) {
@@ -326,10 +337,27 @@ void all_metrics(const Snapshot& snapshot, MetricOut& out) {
   host_metrics(snapshot.step.sample, snapshot.step.predictions, out);
   // Every rule and severity, 0 when none fires: a series that vanished would
   // read as "no data", not as "nothing firing".
-  std::map<std::pair<std::string_view, std::string_view>, int> firing;
-  for (const RuleSeverity& rule : alert_rules()) firing[{rule.rule, to_string(rule.severity)}] = 0;
+  // Sorted by rule and severity, as a map would be (the page's order), in a buffer kept
+  // between samples.
+  using RuleKey = std::pair<std::string_view, std::string_view>;
+  static const std::vector<RuleKey> kRules = [] {
+    std::vector<RuleKey> rules;
+    for (const RuleSeverity& rule : alert_rules()) {
+      rules.emplace_back(rule.rule, to_string(rule.severity));
+    }
+    std::sort(rules.begin(), rules.end());
+    rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
+    return rules;
+  }();
+  thread_local std::vector<std::pair<RuleKey, int>> firing;
+  firing.clear();
+  for (const RuleKey& rule : kRules) firing.emplace_back(rule, 0);
   for (const auto& [key, alert] : snapshot.active) {
-    ++firing[{alert.last.rule, to_string(alert.last.severity)}];
+    const RuleKey rule{alert.last.rule, to_string(alert.last.severity)};
+    auto at = std::lower_bound(firing.begin(), firing.end(), rule,
+                               [](const auto& entry, const RuleKey& k) { return entry.first < k; });
+    if (at == firing.end() || at->first != rule) at = firing.insert(at, {rule, 0});
+    ++at->second;
     // The newest OOM victim while its alert fires, for rules to name it.
     const auto& labels = alert.last.labels;
     if (alert.last.rule == "oom_kill" && labels.count("comm") != 0) {
@@ -380,7 +408,7 @@ class TextFamilies final : public MetricOut {
     std::string text;
     bool used = false;
   };
-  void add(std::string_view name, std::string_view help, MetricType type, const Labels& labels,
+  void add(std::string_view name, std::string_view help, MetricType type, LabelSpan labels,
            double value) override {
     if (last_ >= families_.size() || families_[last_].name != name) {
       // Per-filesystem families come round in the same order for each filesystem: the one
