@@ -18,8 +18,11 @@ namespace {
 
 using ShmFile = SampleMemo::ShmFile;
 
-/// Regular files below /dev/shm old enough to be stale (clean's listing), sorted by id.
-/// Most of the time there are none, and the /proc scan (the costly part) is skipped.
+/// Regular files below /dev/shm old enough to be stale (clean's listing) that hold space,
+/// sorted by id. Most of the time there are none, and the /proc scan (the costly part) is
+/// skipped. A file that holds no space (an empty segment, left by a crash before it was
+/// sized) adds nothing to either total, stale or not: judging it would cost a scan for
+/// nothing (until it grows: then it is new to the memo and scanned at once).
 Result<std::vector<ShmEntry>> candidates(const Context& context, const SampleOptions& options,
                                          std::chrono::system_clock::time_point now,
                                          FileId& dir_id) {
@@ -30,6 +33,7 @@ Result<std::vector<ShmEntry>> candidates(const Context& context, const SampleOpt
   listing.now = now;
   auto entries = list_shm(context, listing, &dir_id);
   if (!entries) return fail(entries.error());
+  std::erase_if(*entries, [](const ShmEntry& entry) { return entry.allocated_bytes == 0; });
   std::sort(entries->begin(), entries->end(),
             [](const ShmEntry& a, const ShmEntry& b) { return a.id < b.id; });
   return entries;

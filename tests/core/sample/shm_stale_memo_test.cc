@@ -102,5 +102,36 @@ TEST_F(ShmStaleMemoTest, WithoutAMemoEverySampleScans) {
   EXPECT_EQ(*second->shm_stale_bytes, *first->shm_stale_bytes + allocated("torch_4100_1234567_0"));
 }
 
+TEST(ShmStaleEmpty, FilesThatHoldNoSpaceAreNotWorthAScan) {
+  // A 0-byte segment adds nothing to either total, stale or not: no /proc scan for it
+  // (here /proc cannot be scanned at all, so a scan would fail the probe). One that grows
+  // is a candidate again.
+  ScratchRoot root;
+  std::filesystem::create_directories(root.path() / "dev/shm");
+  std::ofstream(root.path() / "dev/shm/torch_11361_1930847473_1");
+  FakeSyscalls syscalls;
+  syscalls.now_ = std::chrono::system_clock::now() + std::chrono::hours(1);
+  SampleOptions options;
+  options.dirs.clear();
+  options.temp_dir = false;
+  SampleMemo memo;
+  const Context context = root.context(syscalls);
+  auto sample = take_sample(context, options, &memo);
+  ASSERT_TRUE(sample);
+  const ProbeStatus* probe = sample->probe("shm_stale");
+  ASSERT_NE(probe, nullptr);
+  EXPECT_TRUE(probe->success) << (probe->error ? probe->error->message : "");
+  EXPECT_EQ(sample->shm_stale_bytes, 0U);
+  EXPECT_EQ(sample->shm_unknown_bytes, 0U);
+
+  std::ofstream(root.path() / "dev/shm/torch_11361_1930847473_1") << std::string(8192, 'x');
+  syscalls.monotonic_ += std::chrono::seconds(1);
+  auto grown = take_sample(context, options, &memo);
+  ASSERT_TRUE(grown);
+  probe = grown->probe("shm_stale");
+  ASSERT_NE(probe, nullptr);
+  EXPECT_FALSE(probe->success);  // judged now: the scan of a /proc that is not there fails
+}
+
 }  // namespace
 }  // namespace headroom
