@@ -37,13 +37,14 @@ Result<const std::vector<MountEntry>*> MountTable::current(const Context& contex
     loaded_ = false;
     return fail(Error::from_errno(error, path.string()));
   }
-  // A table re-read without a change signal (not procfs, or POLLPRI after a mount that
-  // came and went) is the same text: the same table and the same generation.
-  if (loaded_ && text == text_) return &mounts_;
+  // A table read again without a change signal (not on procfs: a fixture tree) that has
+  // the same text is the same table, of the same generation. On procfs POLLPRI says it
+  // changed, and the text is not kept: a node's table can be thousands of mounts.
+  if (!pollable_ && loaded_ && text == text_) return &mounts_;
   auto parsed = parse_mountinfo(text);
   if (!parsed) return fail(parsed.error());
   mounts_ = std::move(*parsed);
-  text_ = std::move(text);
+  if (!pollable_) text_ = std::move(text);
   loaded_ = true;
   ++generation_;
   return &mounts_;

@@ -32,7 +32,7 @@ class MountTable {
   bool pollable_ = false;  ///< on procfs: POLLPRI tells a change
   bool loaded_ = false;
   std::vector<MountEntry> mounts_;
-  std::string text_;  ///< what mounts_ was parsed from
+  std::string text_;  ///< what mounts_ was parsed from, when not pollable
   std::uint64_t generation_ = 0;
 };
 
