@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <initializer_list>
 #include <vector>
 
 #include "core/open_files.h"
@@ -15,10 +16,20 @@ namespace headroom {
 
 namespace {
 
-std::filesystem::path join(const std::filesystem::path& root, std::string_view absolute) {
-  while (!absolute.empty() && absolute.front() == '/') absolute.remove_prefix(1);
-  if (absolute.empty()) return root;
-  return root / std::filesystem::path(absolute);
+/// `root` / each of `parts` (leading separators of a part dropped, an empty part skipped),
+/// as path's operator/ joins them, built as one string: a path object splits its text into
+/// components (a list on the heap) each time it is made or appended to, and a watch builds
+/// a dozen of these a second.
+std::filesystem::path join(const std::filesystem::path& root,
+                           std::initializer_list<std::string_view> parts) {
+  std::string joined = root.native();
+  for (std::string_view part : parts) {
+    while (!part.empty() && part.front() == '/') part.remove_prefix(1);
+    if (part.empty()) continue;
+    if (!joined.empty() && joined.back() != '/') joined += '/';
+    joined += part;
+  }
+  return joined;
 }
 
 }  // namespace
@@ -30,19 +41,19 @@ SysRoot::SysRoot(std::filesystem::path root) : root_(std::move(root)) {
 bool SysRoot::is_live() const { return root_ == "/"; }
 
 std::filesystem::path SysRoot::proc(std::string_view relative) const {
-  return join(join(root_, "proc"), relative);
+  return join(root_, {"proc", relative});
 }
 
 std::filesystem::path SysRoot::sys(std::string_view relative) const {
-  return join(join(root_, "sys"), relative);
+  return join(root_, {"sys", relative});
 }
 
 std::filesystem::path SysRoot::dev(std::string_view relative) const {
-  return join(join(root_, "dev"), relative);
+  return join(root_, {"dev", relative});
 }
 
 std::filesystem::path SysRoot::host(const std::filesystem::path& absolute) const {
-  return join(root_, absolute.native());
+  return join(root_, {absolute.native()});
 }
 
 std::filesystem::path SysRoot::display(const std::filesystem::path& rooted) const {

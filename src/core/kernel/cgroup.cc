@@ -65,15 +65,20 @@ Result<std::uint64_t> parse_number(std::string_view text) {
   return value;
 }
 
-// Reads one file of the cgroup directory; nullopt when the kernel lacks it.
-std::optional<std::string> read_file(const Context& context, const std::filesystem::path& dir,
+// Reads one file of the cgroup directory; nullopt when the kernel lacks it. The file's path
+// is made as one string (a watch reads these every second; path's operator/ splits and
+// copies the components again).
+std::optional<std::string> read_file(const Context& context, std::string_view dir,
                                      std::string_view name) {
-  auto text = context.root.read(dir / std::string(name), 256 * 1024);
+  std::string file(dir);
+  if (file.empty() || file.back() != '/') file += '/';
+  file += name;
+  auto text = context.root.read(std::filesystem::path(std::move(file)), 256 * 1024);
   if (!text) return std::nullopt;
   return *text;
 }
 
-std::optional<std::uint64_t> read_number(const Context& context, const std::filesystem::path& dir,
+std::optional<std::uint64_t> read_number(const Context& context, std::string_view dir,
                                          std::string_view name) {
   const auto text = read_file(context, dir, name);
   if (!text) return std::nullopt;
@@ -90,18 +95,24 @@ std::optional<std::uint64_t> limit_of(const std::optional<std::string>& text) {
 }
 
 // The limit file of one directory: nullopt = unlimited or absent.
-std::optional<std::uint64_t> read_limit(const Context& context, const std::filesystem::path& dir,
+std::optional<std::uint64_t> read_limit(const Context& context, std::string_view dir,
                                         std::string_view name) {
   return limit_of(read_file(context, dir, name));
 }
 
+// The value of `key` in a flat-keyed file ("key value" lines: memory.events,
+// memory.oom_control), found by a scan: no map of every line for the one wanted.
 std::optional<std::uint64_t> keyed(const std::optional<std::string>& text, std::string_view key) {
   if (!text) return std::nullopt;
-  auto values = parse_flat_keyed(*text);
-  if (!values) return std::nullopt;
-  const auto found = values->find(key);
-  if (found == values->end()) return std::nullopt;
-  return found->second;
+  std::string_view rest = *text;
+  std::optional<std::uint64_t> found;
+  while (!rest.empty()) {
+    const std::string_view line = trim_blanks(next_line(rest));
+    if (line.size() <= key.size() || !line.starts_with(key) || line[key.size()] != ' ') continue;
+    auto value = parse_number(line.substr(key.size() + 1));
+    found = value ? std::optional(*value) : std::nullopt;  // the last line of that key, as a map
+  }
+  return found;
 }
 
 }  // namespace
@@ -231,8 +242,8 @@ Result<MemoryCgroup> read_memory_cgroup_at(const Context& context, const CgroupL
   cgroup.directory = root.host(located.directory);
   const char* limit_file = v1 ? "memory.limit_in_bytes" : "memory.max";
   const char* usage_file = v1 ? "memory.usage_in_bytes" : "memory.current";
-  const auto usage = read_number(context, cgroup.directory, usage_file);
-  const auto limit_text = read_file(context, cgroup.directory, limit_file);
+  const auto usage = read_number(context, cgroup.directory.native(), usage_file);
+  const auto limit_text = read_file(context, cgroup.directory.native(), limit_file);
   if (!usage && !limit_text) {
     // The v2 root cgroup has neither file, and a cgroup without the memory
     // controller enabled has no memory.* files: no limit applies here.
@@ -243,8 +254,8 @@ Result<MemoryCgroup> read_memory_cgroup_at(const Context& context, const CgroupL
   cgroup.usage_bytes = usage.value_or(0);
   cgroup.limit_bytes = limit_of(limit_text);
   if (details) {
-    cgroup.peak_bytes =
-        read_number(context, cgroup.directory, v1 ? "memory.max_usage_in_bytes" : "memory.peak");
+    cgroup.peak_bytes = read_number(context, cgroup.directory.native(),
+                                    v1 ? "memory.max_usage_in_bytes" : "memory.peak");
   }
   // v1 states the hierarchical limit only in memory.stat (see below); without
   // details it is read only when the ancestors cannot be walked (the cgroup is
@@ -253,7 +264,7 @@ Result<MemoryCgroup> read_memory_cgroup_at(const Context& context, const CgroupL
   const std::filesystem::path top = root.host(located.mount_point);
   const bool ancestors_hidden = cgroup.directory == top;
   if (auto stat = details || (v1 && ancestors_hidden)
-                      ? read_file(context, cgroup.directory, "memory.stat")
+                      ? read_file(context, cgroup.directory.native(), "memory.stat")
                       : std::nullopt) {
     if (auto values = parse_flat_keyed(*stat)) cgroup.stat = std::move(*values);
   }
@@ -262,9 +273,13 @@ Result<MemoryCgroup> read_memory_cgroup_at(const Context& context, const CgroupL
   // may be unlimited while the pod slice above it is not.
   cgroup.effective_limit_bytes = cgroup.limit_bytes;
   cgroup.effective_limit_directory = cgroup.directory;
-  std::filesystem::path dir = cgroup.directory;
-  while (dir != top && dir.native().size() > top.native().size()) {
-    dir = dir.parent_path();
+  // Up by the text (parent_path builds a path object a level).
+  std::string dir = cgroup.directory.native();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  while (dir != top.native() && dir.size() > top.native().size()) {
+    const std::size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos) break;
+    dir.resize(std::max<std::size_t>(slash, 1));
     const auto limit = read_limit(context, dir, limit_file);
     if (limit && (!cgroup.effective_limit_bytes || *limit < *cgroup.effective_limit_bytes)) {
       cgroup.effective_limit_bytes = limit;
@@ -279,17 +294,18 @@ Result<MemoryCgroup> read_memory_cgroup_at(const Context& context, const CgroupL
         (!cgroup.effective_limit_bytes || found->second < *cgroup.effective_limit_bytes)) {
       cgroup.effective_limit_bytes = found->second;
     }
-    const auto memsw = details
-                           ? read_limit(context, cgroup.directory, "memory.memsw.limit_in_bytes")
-                           : std::nullopt;
+    const auto memsw =
+        details ? read_limit(context, cgroup.directory.native(), "memory.memsw.limit_in_bytes")
+                : std::nullopt;
     if (memsw && cgroup.limit_bytes && *memsw >= *cgroup.limit_bytes) {
       cgroup.swap_limit_bytes = *memsw - *cgroup.limit_bytes;
     }
     cgroup.oom_kills =
-        keyed(read_file(context, cgroup.directory, "memory.oom_control"), "oom_kill");
+        keyed(read_file(context, cgroup.directory.native(), "memory.oom_control"), "oom_kill");
   } else {
-    if (details) cgroup.swap_limit_bytes = read_limit(context, cgroup.directory, "memory.swap.max");
-    const auto events = read_file(context, cgroup.directory, "memory.events");
+    if (details)
+      cgroup.swap_limit_bytes = read_limit(context, cgroup.directory.native(), "memory.swap.max");
+    const auto events = read_file(context, cgroup.directory.native(), "memory.events");
     cgroup.oom_kills = keyed(events, "oom_kill");
     cgroup.oom_events = keyed(events, "oom");
   }
