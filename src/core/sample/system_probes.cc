@@ -18,7 +18,7 @@ namespace headroom {
 
 void sample_memory(const Context& context, Sample& sample) {
   run_probe(context, sample, "meminfo", [&]() -> Result<void> {
-    return read_meminfo(context).map([&](const Meminfo& meminfo) {
+    return read_meminfo(context, MeminfoFields::kNamed).map([&](const Meminfo& meminfo) {
       sample.memory = MemorySample{meminfo.total_bytes, meminfo.available_bytes,
                                    meminfo.swap_total_bytes, meminfo.swap_free_bytes};
     });

@@ -37,6 +37,40 @@ TEST(ParseMeminfo, RejectsMalformedInput) {
   EXPECT_FALSE(parse_meminfo("MemTotal: lots kB\n"));
 }
 
+TEST(ParseMeminfo, TheNamedLinesAloneGiveTheSameNumbers) {
+  const char* text =
+      "MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    600 kB\n"
+      "Buffers:          10 kB\nCached:          200 kB\nSwapCached:        0 kB\n"
+      "SwapTotal:       512 kB\nSwapFree:        256 kB\nDirty:             4 kB\n"
+      "Shmem:            64 kB\nHugePages_Total:       4\n";
+  auto all = parse_meminfo(text);
+  auto named = parse_meminfo(text, MeminfoFields::kNamed);
+  ASSERT_TRUE(all && named);
+  EXPECT_EQ(named->total_bytes, all->total_bytes);
+  EXPECT_EQ(named->free_bytes, all->free_bytes);
+  EXPECT_EQ(named->available_bytes, 600U * 1024);
+  EXPECT_EQ(named->swap_total_bytes, 512U * 1024);
+  EXPECT_EQ(named->swap_free_bytes, 256U * 1024);
+  EXPECT_EQ(named->shmem_bytes, 64U * 1024);
+  EXPECT_TRUE(named->fields.empty());
+  EXPECT_EQ(all->fields.size(), 11U);
+  // Lines it does not read are not judged: a kernel's new line in a new form, or a line
+  // after the eight, does not fail the sample.
+  const std::string odd = std::string(text) + "Hugetlb: odd\n";
+  EXPECT_FALSE(parse_meminfo(odd));
+  auto tolerant = parse_meminfo(odd, MeminfoFields::kNamed);
+  ASSERT_TRUE(tolerant) << tolerant.error().message;
+  EXPECT_EQ(tolerant->available_bytes, 600U * 1024);
+  // A named line in a bad form still fails it.
+  EXPECT_FALSE(parse_meminfo("MemTotal: lots kB\n", MeminfoFields::kNamed));
+  // No MemAvailable (before 3.14): the estimate, from the lines read.
+  auto old = parse_meminfo("MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 10 kB\nCached: 200 kB\n",
+                           MeminfoFields::kNamed);
+  ASSERT_TRUE(old);
+  EXPECT_TRUE(old->available_estimated);
+  EXPECT_EQ(old->available_bytes, 310U * 1024);
+}
+
 TEST(ReadMeminfo, ReadsTheRecordedHost) {
   testing::FakeSyscalls syscalls;
   auto info = read_meminfo(testing::fixture_context("bare_host", syscalls));
