@@ -1,5 +1,6 @@
 #include "core/sample/sample.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/sample/sample_probes.h"
@@ -76,18 +77,35 @@ std::vector<WatchedPath> watched_paths(const Context& context, const SampleOptio
   return paths;
 }
 
+namespace {
+
+/// The same paths by their text (path's == compares component by component).
+bool same_paths(const std::vector<std::filesystem::path>& a,
+                const std::vector<std::filesystem::path>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const auto& x, const auto& y) { return x.native() == y.native(); });
+}
+
+}  // namespace
+
 Result<Sample> take_sample(const Context& context, const SampleOptions& options, SampleMemo* memo) {
   if (context.syscalls == nullptr) return fail(Error::invalid("context has no syscalls"));
   Sample sample;
   sample.time = context.syscalls->now();
   sample.monotonic = context.syscalls->monotonic();
   const ScopedOpenFiles kept_files(memo != nullptr ? &memo->files : current_open_files());
+  SampleMemo own_memo;  // what one sample without a memo uses once
+  SampleMemo& kept = memo != nullptr ? *memo : own_memo;
   // One mount table serves the filesystem and cgroup probes.
-  MountTable own_mounts;
-  const auto mounts = (memo != nullptr ? memo->mounts : own_mounts).current(context);
-  SampleMemo own_memo;
-  sample_filesystems(context, watched_paths(context, options), mounts, options.probe_timeout,
-                     memo != nullptr ? memo->probers : own_memo.probers, sample);
+  const auto mounts = kept.mounts.current(context);
+  if (!kept.watched || !same_paths(kept.watched->mounts, options.mounts) ||
+      !same_paths(kept.watched->dirs, options.dirs) || kept.watched->temp_dir != options.temp_dir ||
+      kept.watched->shm != options.shm) {
+    kept.watched = SampleMemo::Watched{options.mounts, options.dirs, options.temp_dir, options.shm,
+                                       watched_paths(context, options)};
+  }
+  sample_filesystems(context, kept.watched->paths, mounts, options.probe_timeout, kept.probers,
+                     sample);
   sample_memory(context, sample);
   sample_pressure(context, sample);
   sample_cgroup(context, options, memo, mounts ? *mounts : nullptr, sample);

@@ -214,6 +214,13 @@ class StatfsProber {
   std::shared_ptr<PendingStatfs> state_;
 };
 
+/// A path `watch` measures.
+struct WatchedPath {
+  std::filesystem::path path;  ///< host path, normalized
+  FsRole role = FsRole::kDir;
+  bool expect_mount = false;  ///< listed in SampleOptions::mounts
+};
+
 /// What one sample leaves for the next so that a long watch stays cheap: the
 /// mount table (re-read only after a mount or unmount), and the verdicts of
 /// the last stale-/dev/shm scan (a walk of every process's fds and maps, ~10 ms
@@ -222,6 +229,16 @@ class StatfsProber {
 /// such a change goes unseen.
 struct SampleMemo {
   MountTable mounts;
+  /// watched_paths() and the options it was made from: made again only when they differ
+  /// (a reloaded config), not at every sample.
+  struct Watched {
+    std::vector<std::filesystem::path> mounts;
+    std::vector<std::filesystem::path> dirs;
+    bool temp_dir = false;
+    bool shm = false;
+    std::vector<WatchedPath> paths;
+  };
+  std::optional<Watched> watched;
   /// The statfs probe of each watched filesystem not measured on the sampling thread, by
   /// mount point. One that did not answer in time is still in its statfs and is not asked
   /// again until it answers.
@@ -254,13 +271,6 @@ struct SampleMemo {
 /// A memo (kept by the caller between samples) lets probes reuse earlier work.
 [[nodiscard]] Result<Sample> take_sample(const Context& context, const SampleOptions& options,
                                          SampleMemo* memo = nullptr);
-
-/// A path `watch` measures.
-struct WatchedPath {
-  std::filesystem::path path;  ///< host path, normalized
-  FsRole role = FsRole::kDir;
-  bool expect_mount = false;  ///< listed in SampleOptions::mounts
-};
 
 /// The paths watched, in order, with their roles: mounts and dirs, then the temp dir,
 /// then /dev/shm, duplicates (same path, "X/" is X) dropped.

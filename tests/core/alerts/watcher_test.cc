@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fake_syscalls.h"
+#include "core/scratch_root.h"
+
 namespace headroom {
 namespace {
 
@@ -52,6 +55,36 @@ TEST(Watcher, AnExplicitMinimumSpanIsKept) {
   options.window = std::chrono::seconds(40);
   options.alerts.eta_min_span = std::chrono::seconds(3);
   EXPECT_EQ(first_memory_eta_alert(options), 3);
+}
+
+// The paths a watch measures are worked out at its first sample and kept: a reload that
+// names other dirs is measured at the next sample, the old ones no more.
+TEST(Watcher, AReconfiguredWatchMeasuresTheNewDirs) {
+  testing::ScratchRoot root;
+  std::filesystem::create_directories(root.path() / "data/a");
+  std::filesystem::create_directories(root.path() / "data/b");
+  testing::FakeSyscalls syscalls;
+  syscalls.set_fs(root.path(), FsStats{100 * kGiB, 50 * kGiB, 40 * kGiB, 1000, 500});
+  const auto watched = [](const WatchStep& step) {
+    std::vector<std::string> paths;
+    for (const FilesystemSample& filesystem : step.sample.filesystems) {
+      paths.push_back(filesystem.path);
+    }
+    return paths;
+  };
+  WatchOptions options;
+  options.sample.temp_dir = false;
+  options.sample.shm = false;
+  options.sample.dirs = {"/data/a"};
+  Watcher watcher(root.context(syscalls), options);
+  auto first = watcher.step();
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(watched(*first), std::vector<std::string>{"/data/a"});
+  options.sample.dirs = {"/data/b"};
+  watcher.reconfigure(options);
+  auto second = watcher.step();
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(watched(*second), std::vector<std::string>{"/data/b"});
 }
 
 }  // namespace
