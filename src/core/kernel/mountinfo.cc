@@ -62,6 +62,21 @@ bool has_flag(std::string_view options, std::string_view flag) {
   return false;
 }
 
+/// `path` as lexically_normal() gives it. Most paths asked about (a watch's, at every
+/// sample) are normal already: no empty, "." or ".." component. Those are taken as they are;
+/// lexically_normal() builds a path object and its components, then a new one.
+std::string normal_text(const std::filesystem::path& path) {
+  const std::string& text = path.native();
+  bool normal = text.find("//") == std::string::npos;
+  for (std::size_t start = 0; normal && start <= text.size();) {
+    const std::size_t end = std::min(text.find('/', start), text.size());
+    const std::string_view part = std::string_view(text).substr(start, end - start);
+    normal = part != "." && part != "..";
+    start = end + 1;
+  }
+  return normal ? text : path.lexically_normal().string();
+}
+
 bool is_prefix_path(const std::string& mount_point, const std::string& path) {
   if (mount_point == "/") return true;
   if (path.compare(0, mount_point.size(), mount_point) != 0) return false;
@@ -136,7 +151,7 @@ Result<std::vector<MountEntry>> read_mountinfo(const Context& context) {
 
 const MountEntry* find_mount(const std::vector<MountEntry>& mounts,
                              const std::filesystem::path& host_path) {
-  const std::string path = host_path.lexically_normal().string();
+  const std::string path = normal_text(host_path);
   const MountEntry* best = nullptr;
   for (const MountEntry& mount : mounts) {
     if (!is_prefix_path(mount.mount_point, path)) continue;
@@ -153,10 +168,12 @@ bool lookup_stays_local(const std::vector<MountEntry>& mounts,
   static constexpr std::array<std::string_view, 10> kLocal = {
       "tmpfs", "devtmpfs", "ramfs", "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat"};
   if (!host_path.is_absolute()) return false;
-  for (const std::filesystem::path& part : host_path) {
-    if (part == "..") return false;
+  const std::string path = normal_text(host_path);
+  if (path != host_path.native()) {
+    for (const std::filesystem::path& part : host_path) {
+      if (part == "..") return false;
+    }
   }
-  const std::string path = host_path.lexically_normal().string();
   bool found = false;
   for (const MountEntry& mount : mounts) {
     if (!is_prefix_path(mount.mount_point, path)) continue;
@@ -172,7 +189,7 @@ std::optional<std::vector<std::uint64_t>> devices_below(const std::vector<MountE
   static constexpr std::array<std::string_view, 9> kOneDevice = {
       "tmpfs", "devtmpfs", "ramfs", "ext2", "ext3", "ext4", "xfs", "f2fs", "vfat"};
   if (!host_path.is_absolute()) return std::nullopt;
-  std::string path = host_path.lexically_normal().string();
+  std::string path = normal_text(host_path);
   if (path.size() > 1 && path.back() == '/') path.pop_back();
   if (find_mount(mounts, path) == nullptr) return std::nullopt;
   std::vector<std::uint64_t> devices;

@@ -52,6 +52,20 @@ TEST(FindMount, PicksTheLastMountOnTheLongestPrefix) {
   EXPECT_EQ(find_mount(*mounts, "/home/user")->mount_id, 27);
 }
 
+// By the name as lexically_normal() gives it: "." and "..", doubled and trailing separators.
+TEST(FindMount, ReadsThePathAsItsNormalForm) {
+  auto mounts = parse_mountinfo(kMountinfo);
+  ASSERT_TRUE(mounts);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm/")->mount_id, 30);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm/.")->mount_id, 30);
+  EXPECT_EQ(find_mount(*mounts, "/dev//shm/x")->mount_id, 30);
+  EXPECT_EQ(find_mount(*mounts, "/dev/./shm")->mount_id, 30);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm/..")->mount_id, 24);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm/../shmx")->mount_id, 24);
+  EXPECT_EQ(find_mount(*mounts, "/home/user/../../dev/shm/a")->mount_id, 30);
+  EXPECT_EQ(find_mount(*mounts, "/dev/shm..")->mount_id, 24);  // a name, not ".."
+}
+
 // Which paths the watch may statfs on its sampling thread: only those whose lookup cannot
 // reach a server or a user-space daemon (sample/filesystems.cc).
 TEST(LookupStaysLocal, EveryMountOnTheWayIsOfALocalType) {
