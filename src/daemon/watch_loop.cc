@@ -43,6 +43,7 @@ class SignalWatcher {
 
   /// Sleeps until `deadline` or until a stop or reload signal arrives.
   void wait_until(std::chrono::steady_clock::time_point deadline) {
+    waited_ = false;
     while (!stop_ && !reload_) {
       const auto left = deadline - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) return;
@@ -50,17 +51,20 @@ class SignalWatcher {
       const timespec timeout{static_cast<time_t>(seconds.count()),
                              static_cast<long>(std::chrono::nanoseconds(left - seconds).count())};
       const int signal = sigtimedwait(&set_, nullptr, &timeout);
+      waited_ = signal < 0;  // after one signal, another may be pending
       if (signal > 0) record(signal);
       // -1: EAGAIN at the deadline (checked above), or EINTR: go round again.
     }
   }
-  /// A signal that arrived while sampling is still pending: take it first.
+  /// A signal still pending is taken first. After a wait_until that slept to its deadline
+  /// there is none to take (what comes later is taken by the next wait, at once), so the
+  /// kernel is asked only after a start, a signal or an overrun: one syscall less a sample.
   bool stop_requested() {
-    take_pending();
+    if (!std::exchange(waited_, false)) take_pending();
     return stop_;
   }
-  /// A reload asked for by the time of the last stop_requested() (one syscall a sample:
-  /// a SIGHUP that comes later is taken at the next one).
+  /// A reload asked for by the time of the last stop_requested() or wait_until (a SIGHUP
+  /// that comes later is taken at the next one).
   bool take_reload() { return std::exchange(reload_, false); }
 
  private:
@@ -74,6 +78,7 @@ class SignalWatcher {
   sigset_t previous_{};
   bool stop_ = false;
   bool reload_ = false;
+  bool waited_ = false;  ///< the last wait_until slept to its deadline: nothing is pending
 };
 
 /// The kernel's name for this machine (uname -n); "" if it cannot say.
