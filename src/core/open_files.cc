@@ -31,7 +31,8 @@ bool pseudo_file(int fd) {
 
 }  // namespace
 
-int read_from_start(int fd, std::size_t limit, std::string& content, std::size_t expected) {
+int read_from_start(int fd, std::size_t limit, std::string& content, std::size_t expected,
+                    FileEnd end) {
   // Not zeroed: pread fills what it returns (zeroing 8 KiB per read was 2.5% of a watch).
   std::array<char, 8192> buffer;  // NOLINT(cppcoreguidelines-pro-type-member-init)
   // Asking for no more than the file is expected to hold: a sysctl (/proc/sys) read
@@ -47,18 +48,20 @@ int read_from_start(int fd, std::size_t limit, std::string& content, std::size_t
     if (got == 0) break;
     content.append(buffer.data(), static_cast<std::size_t>(got));
     offset += got;
+    if (static_cast<std::size_t>(got) < ask && end == FileEnd::kShortRead) break;
     if (static_cast<std::size_t>(got) == ask) ask = buffer.size();  // more than expected
   }
   if (content.size() > limit) content.resize(limit);
   return 0;
 }
 
-Result<std::string> OpenFiles::read(const std::filesystem::path& path, std::size_t limit) {
+Result<std::string> OpenFiles::read(const std::filesystem::path& path, std::size_t limit,
+                                    FileEnd end) {
   std::string content;
   if (const auto kept = files_.find(path.native()); kept != files_.end()) {
     // Room for the size seen last time and a little more (a counter gains digits).
     KeptFile& file = kept->second;
-    if (read_from_start(file.fd.get(), limit, content, file.last_size + 64) == 0) {
+    if (read_from_start(file.fd.get(), limit, content, file.last_size + 64, end) == 0) {
       file.last_size = content.size();
       return content;
     }
@@ -68,7 +71,7 @@ Result<std::string> OpenFiles::read(const std::filesystem::path& path, std::size
   }
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd.ok()) return fail(Error::from_errno(errno, path.string()));
-  if (const int error = read_from_start(fd.get(), limit, content); error != 0) {
+  if (const int error = read_from_start(fd.get(), limit, content, 0, end); error != 0) {
     return fail(Error::from_errno(error, path.string()));
   }
   if (pseudo_file(fd.get())) files_.emplace(path.native(), KeptFile{std::move(fd), content.size()});

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/sys_root.h"
 #include "core/unique_fd.h"
 
 namespace headroom {
@@ -20,13 +21,14 @@ namespace headroom {
 /// bytes, appended to `content`); 0, or the errno of the failed read. `expected`: the size
 /// the caller expects (each read asks for that much until one fills it), 0 for unknown.
 [[nodiscard]] int read_from_start(int fd, std::size_t limit, std::string& content,
-                                  std::size_t expected = 0);
+                                  std::size_t expected = 0, FileEnd end = FileEnd::kEmptyRead);
 
 /// Open fds of pseudo-files by path. Not thread-safe: one sampler owns it.
 class OpenFiles {
  public:
   /// The whole file (at most `limit` bytes), read through a kept fd when it is a pseudo-file.
-  [[nodiscard]] Result<std::string> read(const std::filesystem::path& path, std::size_t limit);
+  [[nodiscard]] Result<std::string> read(const std::filesystem::path& path, std::size_t limit,
+                                         FileEnd end = FileEnd::kEmptyRead);
   /// Number of fds kept (tests).
   [[nodiscard]] std::size_t size() const { return files_.size(); }
 

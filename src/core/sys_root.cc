@@ -68,9 +68,10 @@ std::filesystem::path SysRoot::display(const std::filesystem::path& rooted) cons
   return rooted;
 }
 
-Result<std::string> SysRoot::read(const std::filesystem::path& path, std::size_t limit) const {
+Result<std::string> SysRoot::read(const std::filesystem::path& path, std::size_t limit,
+                                  FileEnd end) const {
   // A watch sample keeps its pseudo-files open between samples (open_files.h).
-  if (OpenFiles* files = current_open_files()) return files->read(path, limit);
+  if (OpenFiles* files = current_open_files()) return files->read(path, limit, end);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return fail(Error::from_errno(errno, path.string()));
   std::string content;

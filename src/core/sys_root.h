@@ -11,6 +11,17 @@
 
 namespace headroom {
 
+/// How a pseudo-file ends.
+enum class FileEnd {
+  /// Where a read returns nothing: a file written record by record (a seq_file such as
+  /// vmstat or mountinfo) can return less than asked before its end.
+  kEmptyRead,
+  /// Also where a read returns less than asked: the kernel writes the whole file in one piece
+  /// (meminfo and PSI are single_open seq_files, a cgroup attribute is one show, a sysctl is
+  /// one value), so a short read has it all. Spares the read that would confirm the end.
+  kShortRead,
+};
+
 /// Maps absolute host paths under a root prefix. Every read of /proc, /sys,
 /// /dev and the temp dirs goes through one of these.
 class SysRoot {
@@ -34,7 +45,8 @@ class SysRoot {
 
   /// Reads a whole pseudo-file: never trusts st_size, reads to EOF, at most `limit` bytes.
   [[nodiscard]] Result<std::string> read(const std::filesystem::path& path,
-                                         std::size_t limit = std::size_t{1} << 20) const;
+                                         std::size_t limit = std::size_t{1} << 20,
+                                         FileEnd end = FileEnd::kEmptyRead) const;
   /// Resolves every symlink in an absolute host path as the host sees it (realpath under
   /// the root prefix: an absolute link target is re-rooted), for command-line operands
   /// (`du -H`, fuser). "." and ".." are applied after each link, as the kernel does.

@@ -73,7 +73,8 @@ std::optional<std::string> read_file(const Context& context, std::string_view di
   std::string file(dir);
   if (file.empty() || file.back() != '/') file += '/';
   file += name;
-  auto text = context.root.read(std::filesystem::path(std::move(file)), 256 * 1024);
+  auto text =
+      context.root.read(std::filesystem::path(std::move(file)), 256 * 1024, FileEnd::kShortRead);
   if (!text) return std::nullopt;
   return *text;
 }

@@ -28,7 +28,7 @@ Result<FileNr> parse_file_nr(std::string_view text) {
 
 Result<FileNr> read_file_nr(const Context& context) {
   const auto path = context.root.proc("sys/fs/file-nr");
-  auto text = context.root.read(path);
+  auto text = context.root.read(path, std::size_t{1} << 20, FileEnd::kShortRead);
   if (!text) return fail(text.error());
   auto parsed = parse_file_nr(*text);
   if (!parsed) return fail(Error::parse(path.string() + ": " + parsed.error().message));

@@ -86,7 +86,7 @@ Result<Meminfo> parse_meminfo(std::string_view text, MeminfoFields which) {
 
 Result<Meminfo> read_meminfo(const Context& context, MeminfoFields which) {
   const std::filesystem::path path = context.root.proc("meminfo");
-  auto text = context.root.read(path);
+  auto text = context.root.read(path, std::size_t{1} << 20, FileEnd::kShortRead);
   if (!text) return fail(text.error());
   auto info = parse_meminfo(*text, which);
   if (!info) {

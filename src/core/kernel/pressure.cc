@@ -71,7 +71,7 @@ Result<Pressure> parse_pressure(std::string_view text) {
 
 Result<Pressure> read_pressure(const Context& context, std::string_view resource) {
   const std::filesystem::path path = context.root.proc("pressure/" + std::string(resource));
-  auto text = context.root.read(path, 4096);
+  auto text = context.root.read(path, 4096, FileEnd::kShortRead);
   if (!text) return fail(text.error());
   auto pressure = parse_pressure(*text);
   if (!pressure) {

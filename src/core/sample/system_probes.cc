@@ -75,14 +75,16 @@ void sample_cgroup(const Context& context, const SampleOptions& options, SampleM
           if (!cgroup.effective_limit_bytes) return;
           // Under a limit, the rule memory_cgroup follows the working set and the
           // cgroup's own PSI: two small reads more, only for a limited cgroup.
-          if (auto text = context.root.read(cgroup.directory / "memory.stat")) {
+          if (auto text = context.root.read(cgroup.directory / "memory.stat", std::size_t{1} << 20,
+                                            FileEnd::kShortRead)) {
             if (auto stat = parse_flat_keyed(*text)) {
               const bool v1 = cgroup.version == CgroupVersion::kV1;
               const auto found = stat->find(v1 ? "total_inactive_file" : "inactive_file");
               if (found != stat->end()) sample.cgroup->inactive_file_bytes = found->second;
             }
           }
-          if (auto text = context.root.read(cgroup.directory / "memory.pressure")) {
+          if (auto text = context.root.read(cgroup.directory / "memory.pressure", 4096,
+                                            FileEnd::kShortRead)) {
             if (auto pressure = parse_pressure(*text); pressure && pressure->full) {
               sample.cgroup->pressure = PressureSample{pressure->some.avg10, pressure->full->avg10,
                                                        pressure->full->total_us};
