@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "core/report/json.h"
 #include "core/report/text.h"
+#include "core/text_out.h"
 
 namespace headroom::cli {
 
@@ -40,7 +41,7 @@ std::function<int()> setup_check(CLI::App& app, const Globals& globals) {
     if (!options) return usage_error(options.error().message);
     const Report report = run_checks(context, *options);
     if (globals.json) {
-      std::cout << to_json(report).dump(2) << "\n";
+      std::cout << json_text(to_json(report), 2) << "\n";
     } else {
       std::cout << render_text(report, stdout_style(globals));
     }

@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "core/clean/render.h"
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -146,7 +147,7 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
     const bool verbose = globals.verbose;
     if (!command->yes) {
       if (globals.json) {
-        std::cout << clean_plan_to_json(*plan).dump(2) << "\n";
+        std::cout << json_text(clean_plan_to_json(*plan), 2) << "\n";
       } else {
         std::cout << render_clean_plan(*plan, verbose);
       }
@@ -160,7 +161,7 @@ std::function<int()> setup_clean(CLI::App& app, const Globals& globals) {
     const CleanResult result =
         apply_clean(context, options, *plan, [&deferred] { return deferred.pending(); });
     if (globals.json) {
-      std::cout << clean_result_to_json(result, *plan, options).dump(2) << "\n";
+      std::cout << json_text(clean_result_to_json(result, *plan, options), 2) << "\n";
     } else {
       std::cout << render_clean_result(result, *plan, options);
       for (const std::string& error : result.audit_errors)

@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "core/du/render.h"
 #include "core/operand.h"
+#include "core/text_out.h"
 #include "core/threads.h"
 #include "core/units.h"
 
@@ -121,7 +122,7 @@ std::function<int()> setup_du(CLI::App& app, const Globals& globals) {
     if (globals.json) {
       auto out = du_to_json(*report);
       out["given_path"] = operand->given.string();
-      std::cout << out.dump(2) << "\n";
+      std::cout << json_text(out, 2) << "\n";
     } else {
       std::cout << render_du_text(*report, stdout_style(globals));
       if (operand->followed()) std::cout << operand->note() << "\n";

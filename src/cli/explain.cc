@@ -12,6 +12,7 @@
 #include "core/explain/render.h"
 #include "core/signatures/analyzer.h"
 #include "core/signatures/catalog.h"
+#include "core/text_out.h"
 
 namespace headroom::cli {
 
@@ -50,7 +51,8 @@ int run_explain(const ExplainFlags& flags, const Globals& globals) {
   const Diagnosis& diagnosis = explained->diagnosis;
   const Conclusion& conclusion = explained->conclusion;
   if (globals.json) {
-    std::cout << explain_to_json(diagnosis, conclusion.host, conclusion.remedy).dump(2) << "\n";
+    std::cout << json_text(explain_to_json(diagnosis, conclusion.host, conclusion.remedy), 2)
+              << "\n";
   } else {
     std::cout << render_explain_text(diagnosis, conclusion.host, conclusion.remedy,
                                      stdout_style(globals));

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "core/operand.h"
 #include "core/prune/render.h"
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -78,7 +79,7 @@ std::function<int()> setup_prune(CLI::App& app, const Globals& globals) {
     if (globals.json) {
       auto out = prune_to_json(*result);
       out["given_dir"] = operand->given.string();
-      std::cout << out.dump(2) << "\n";
+      std::cout << json_text(out, 2) << "\n";
     } else {
       std::cout << render_prune_text(*result, stdout_style(globals));
       if (operand->followed()) std::cout << operand->note() << "\n";

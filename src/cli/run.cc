@@ -23,6 +23,7 @@
 #include "core/signal_names.h"
 #include "core/supervise/sink_writer.h"
 #include "core/supervise/supervisor.h"
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom::cli {
@@ -49,7 +50,7 @@ int not_started(const Globals& globals, int code, const std::string& message,
   out["exit_code"] = code;
   out["error"] = message;
   out["preflight"] = preflight != nullptr ? findings_to_json(*preflight) : nullptr;
-  std::cerr << out.dump() << "\n";
+  std::cerr << json_text(out) << "\n";
   return code;
 }
 
@@ -116,7 +117,8 @@ int finish(const Context& context, const RunCommand& command, const Globals& glo
     err.write(render_postmortem(postmortem, TextStyle{stderr_color(globals), globals.verbose}));
   }
   if (report && postmortem.needed) {
-    write_report(*report, postmortem_to_json(postmortem, run, command.command).dump(2) + "\n", err);
+    write_report(*report, json_text(postmortem_to_json(postmortem, run, command.command), 2) + "\n",
+                 err);
   }
   // headroom's stderr may be the stalled output: wait for it as for the job's output, no longer.
   (void)err.flush(kOutputStall);

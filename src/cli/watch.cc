@@ -20,6 +20,7 @@
 #include "core/units.h"
 
 #ifdef HEADROOM_HAVE_DAEMON
+#include "core/text_out.h"
 #include "daemon/config.h"
 #include "daemon/watch_loop.h"
 
@@ -118,10 +119,10 @@ int run_watch_command(const std::shared_ptr<const WatchArgs>& args) {
       if (steps == hooks.max_samples) {
         WatchStep last = step;
         last.events = std::move(once_events);
-        fmt::print("{}\n", to_json(last).dump(2));
+        fmt::print("{}\n", json_text(to_json(last), 2));
       }
     } else if (globals.json) {
-      fmt::print("{}\n", to_json(step).dump());
+      fmt::print("{}\n", json_text(to_json(step)));
     } else if (bounded && steps == hooks.max_samples) {
       std::fputs(render_watch_text(step).c_str(), stdout);
       if (once) {

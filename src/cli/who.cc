@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "core/inuse/render.h"
+#include "core/text_out.h"
 
 namespace headroom::cli {
 
@@ -34,7 +35,7 @@ std::function<int()> setup_who(CLI::App& app, const Globals& globals) {
     auto answer = who(context, command->paths, globals.json);
     if (!answer) return usage_error(answer.error().message);
     if (globals.json) {
-      std::cout << who_to_json(*answer).dump(2) << "\n";
+      std::cout << json_text(who_to_json(*answer), 2) << "\n";
     } else {
       std::cout << render_who_text(*answer, stdout_style(globals),
                                    context.syscalls->effective_uid() == 0);

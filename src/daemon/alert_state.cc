@@ -12,6 +12,7 @@
 #include "core/alerts/render.h"
 #include "core/safe_output.h"
 #include "core/sys_root.h"
+#include "core/text_out.h"
 #include "core/unique_fd.h"
 
 namespace headroom::daemon {
@@ -80,7 +81,7 @@ Result<void> save_alert_state(const std::filesystem::path& path,
     json["last_sent"] = rfc3339(alert.last_sent);
     alerts.push_back(std::move(json));
   }
-  const std::string text = Json{{"version", 1}, {"alerts", std::move(alerts)}}.dump(1) + "\n";
+  const std::string text = json_text(Json{{"version", 1}, {"alerts", std::move(alerts)}}, 1) + "\n";
   std::filesystem::path temporary = path;
   temporary += ".tmp";
   ::unlink(temporary.c_str());  // a leftover, or a link someone planted: never written through

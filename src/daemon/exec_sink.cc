@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/alerts/render.h"
+#include "core/text_out.h"
 #include "daemon/sink_factories.h"
 
 extern char** environ;
@@ -97,7 +98,7 @@ std::vector<std::string> alert_environment(const AlertEvent& event) {
           "HEADROOM_ALERT_HOST=" + event.host,
           "HEADROOM_ALERT_ID=" + event.id,
           "HEADROOM_ALERT_ACTION=" + event.action,
-          "HEADROOM_ALERT_JSON=" + to_json(event).dump()};
+          "HEADROOM_ALERT_JSON=" + json_text(to_json(event))};
 }
 
 Result<std::unique_ptr<AlertSink>> make_exec_sink(std::string command,

@@ -16,6 +16,7 @@
 
 #include "core/alerts/render.h"
 #include "core/safe_output.h"
+#include "core/text_out.h"
 #include "daemon/sink_factories.h"
 
 namespace headroom::daemon {
@@ -45,7 +46,7 @@ class JsonlSink final : public AlertSink {
     // no hard link, no other user's file; created 0640).
     auto file = open_output(path_, ExistingFile::kAppend, 0640);
     if (!file) return fail(file.error());
-    const std::string line = to_json(event).dump() + "\n";
+    const std::string line = json_text(to_json(event)) + "\n";
     // O_APPEND: one write per event, so lines of concurrent writers do not interleave.
     const ssize_t wrote = ::write(file->get(), line.data(), line.size());
     if (wrote != static_cast<ssize_t>(line.size()))  // a short write: the disk filled

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/alerts/render.h"
+#include "core/text_out.h"
 #include "daemon/curl_api.h"
 #include "daemon/redact.h"
 #include "daemon/sink_factories.h"
@@ -26,13 +27,13 @@ std::string payload(SinkKind kind, const AlertEvent& event) {
                                : alert_line(event) + "\nwhat to do: " + event.action;
   switch (kind) {
     case SinkKind::kSlack:
-      return Json{{"text", text}}.dump();
+      return json_text(Json{{"text", text}});
     case SinkKind::kWecom:
-      return Json{{"msgtype", "text"}, {"text", {{"content", text}}}}.dump();
+      return json_text(Json{{"msgtype", "text"}, {"text", {{"content", text}}}});
     case SinkKind::kFeishu:
-      return Json{{"msg_type", "text"}, {"content", {{"text", text}}}}.dump();
+      return json_text(Json{{"msg_type", "text"}, {"content", {{"text", text}}}});
     default:
-      return to_json(event).dump();
+      return json_text(to_json(event));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "core/live_context.h"
 #include "core/operand.h"
 #include "core/report/json.h"
+#include "core/text_out.h"
 #include "core/units.h"
 #include "python/errors.h"
 
@@ -63,7 +64,7 @@ std::string run_checks_json(const CheckOptions& options,
   const Context context =
       live_context(std::move(environment), std::move(working_directory), std::move(root));
   py::gil_scoped_release release;
-  return to_json(run_checks(context, options)).dump();
+  return json_text(to_json(run_checks(context, options)));
 }
 
 /// The core's resolve_job_dirs as strings; its errors name the argument `dirs` and keep

@@ -19,6 +19,7 @@
 #include "core/prune/render.h"
 #include "core/series/capacity.h"
 #include "core/series/series_space.h"
+#include "core/text_out.h"
 #include "python/errors.h"
 
 namespace py = pybind11;
@@ -34,7 +35,7 @@ class PyPlan {
       : context_(std::move(context)), result_(std::move(result)) {}
 
   /// The plan as the JSON document of `headroom prune --json`.
-  std::string json() const { return prune_to_json(result_).dump(); }
+  std::string json() const { return json_text(prune_to_json(result_)); }
 
   /// Removes the planned deletions named in `names` (all of them when empty); returns
   /// [{"name", "outcome", "reason", "freed_bytes"}] as JSON.
@@ -61,7 +62,7 @@ class PyPlan {
                      {"reason", outcome.reason},
                      {"freed_bytes", outcome.freed_bytes}});
     }
-    return out.dump();
+    return json_text(out);
   }
 
   /// The capacity rule (core/series/capacity.h) for the plan's first series.
@@ -90,7 +91,7 @@ class PyPlan {
         {"severity", to_string(capacity.severity())},
         {"summary", capacity_summary(result_.scan.dir.string(), input, capacity)},
     };
-    return out.dump();
+    return json_text(out);
   }
 
  private:

@@ -18,6 +18,7 @@
 
 #include "core/alerts/render.h"
 #include "core/live_context.h"
+#include "core/text_out.h"
 #include "python/errors.h"
 
 namespace py = pybind11;
@@ -48,7 +49,7 @@ class PyWatcher {
         json["alerts"][i]["stop"] = stops(done.events[i]);
       }
     }
-    return json.dump();
+    return json_text(json);
   }
 
   /// The alerts firing now: [{"kind", "rule", "subject", "severity", ..., "stop"}], where
@@ -60,7 +61,7 @@ class PyWatcher {
       json["stop"] = blocks_next_checkpoint(alert.last, watcher_.engine().config());
       alerts.push_back(std::move(json));
     }
-    return alerts.dump();
+    return json_text(alerts);
   }
 
   /// Whether the event (one of step()'s) says the loop should save and stop.

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <ctime>
 
+#include "core/text_out.h"
+
 namespace headroom {
 
 nlohmann::ordered_json audit_record(const CleanItem& item,
@@ -49,7 +51,7 @@ Result<void> append_audit(const std::filesystem::path& log, const CleanItem& ite
   }
   const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return fail(Error::from_errno(errno, log.string()));
-  const std::string line = audit_record(item, when).dump() + "\n";
+  const std::string line = json_text(audit_record(item, when)) + "\n";
   const ssize_t written = ::write(fd, line.data(), line.size());
   const int saved = errno;
   ::close(fd);

@@ -5,6 +5,7 @@
 
 #include "core/alerts/rules.h"
 #include "core/report/json.h"
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -139,7 +140,7 @@ std::string run_to_json_line(const Postmortem& postmortem, const SupervisionResu
                              {"severity", to_string(event.severity)},
                              {"summary", event.summary}});
   }
-  return (run.stderr_line_open ? "\n" : "") + out.dump() + "\n";
+  return (run.stderr_line_open ? "\n" : "") + json_text(out) + "\n";
 }
 
 std::string render_output_notices(const SupervisionResult& run, const std::string& log_path) {
