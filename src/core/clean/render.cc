@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -42,9 +43,9 @@ std::string items_text(const std::vector<CleanItem>& items) {
   for (const CleanItem& item : items) {
     out += fmt::format(
         "  {:>10}  {:>8}  {:<10} {}{}\n      {}\n", format_bytes(item.bytes),
-        format_duration(item.age), item.owner, item.path.string(),
+        format_duration(item.age), item.owner, printable(item.path.string()),
         item.kind == CleanKind::kTmpDir ? fmt::format("/ ({} entries)", item.files) : "",
-        item.why_safe);
+        printable(item.why_safe));
   }
   return out;
 }
@@ -67,7 +68,7 @@ std::string kept_text(const std::vector<KeptItem>& kept, bool verbose, std::stri
   std::string out = fmt::format("{} {} item{}:\n", verb, kept.size(), kept.size() == 1 ? "" : "s");
   const std::size_t shown = verbose ? kept.size() : std::min<std::size_t>(kept.size(), 20);
   for (std::size_t i = 0; i < shown; ++i) {
-    out += fmt::format("  {}: {}\n", kept[i].path.string(), kept[i].reason);
+    out += fmt::format("  {}: {}\n", printable(kept[i].path.string()), printable(kept[i].reason));
   }
   if (shown < kept.size())
     out += fmt::format("  ... {} more (-v shows all)\n", kept.size() - shown);

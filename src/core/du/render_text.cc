@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/du/render.h"
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -18,7 +19,7 @@ std::string holders_text(const DuEntry& entry) {
   if (entry.held_files == 0) return "";
   if (entry.holders.empty()) return fmt::format("{} held", entry.held_files);
   const DuHolder& first = entry.holders.front();
-  std::string text = fmt::format("{}[{}] {}", first.command, first.pid, first.user);
+  std::string text = fmt::format("{}[{}] {}", printable(first.command), first.pid, first.user);
   if (entry.holders.size() > 1) text += fmt::format(" +{}", entry.holders.size() - 1);
   return text;
 }
@@ -26,18 +27,18 @@ std::string holders_text(const DuEntry& entry) {
 std::string entry_name(const DuEntry& entry) {
   switch (entry.kind) {
     case walk::FileKind::kDirectory:
-      return entry.name + "/";
+      return printable(entry.name) + "/";
     case walk::FileKind::kSymlink:
-      return entry.name + "@";
+      return printable(entry.name) + "@";
     default:
-      return entry.name;
+      return printable(entry.name);
   }
 }
 
 std::string list_problems(const DuReport& report) {
   std::string text;
   for (const walk::WalkProblem& problem : report.problems) {
-    text += fmt::format("  {}: {}\n", problem.path, problem.reason);
+    text += fmt::format("  {}: {}\n", printable(problem.path), problem.reason);
   }
   if (report.unreadable > report.problems.size()) {
     text += fmt::format("  ... and {} more\n", report.unreadable - report.problems.size());
@@ -50,11 +51,11 @@ std::string list_problems(const DuReport& report) {
 std::string render_du_text(const DuReport& report, const TextStyle& style) {
   const walk::SizeKind size = report.size;
   const std::string_view measure = size == walk::SizeKind::kDisk ? "on disk" : "apparent size";
-  std::string out =
-      fmt::format("{}: {} {} in {} files, {} directories ({:.1f}s, {} threads)\n",
-                  report.path.string(), paint(style, kBold, format_bytes(report.total.bytes(size))),
-                  measure, format_count(report.total.files), format_count(report.total.directories),
-                  static_cast<double>(report.elapsed.count()) / 1000.0, report.threads);
+  std::string out = fmt::format(
+      "{}: {} {} in {} files, {} directories ({:.1f}s, {} threads)\n",
+      printable(report.path.string()), paint(style, kBold, format_bytes(report.total.bytes(size))),
+      measure, format_count(report.total.files), format_count(report.total.directories),
+      static_cast<double>(report.elapsed.count()) / 1000.0, report.threads);
   if (!report.entries.empty()) {
     out += "\n" +
            paint(style, kBold,
@@ -82,7 +83,9 @@ std::string render_du_text(const DuReport& report, const TextStyle& style) {
     out +=
         fmt::format("\nNot entered: {} mount point(s) of other filesystems (use --cross-mounts):\n",
                     report.mounts_skipped);
-    for (const std::string& path : report.skipped_mounts) out += fmt::format("  {}\n", path);
+    for (const std::string& path : report.skipped_mounts) {
+      out += fmt::format("  {}\n", printable(path));
+    }
   }
   if (report.unreadable > 0) {
     out += paint(style, kYellow,

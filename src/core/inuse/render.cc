@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/sysmacros.h>
 
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -59,7 +60,7 @@ std::string render_who_text(const WhoAnswer& answer, const TextStyle& style, boo
   const InUseIndex& index = answer.index;
   std::string out;
   for (std::size_t i = 0; i < answer.targets.size(); ++i) {
-    const std::string path = answer.targets[i].operand.path.string();
+    const std::string path = printable(answer.targets[i].operand.path.string());
     const std::vector<const Holder*> holders = answer.holders(i);
     std::vector<int> pids;
     for (const Holder* holder : holders) pids.push_back(holder->pid);
@@ -77,12 +78,13 @@ std::string render_who_text(const WhoAnswer& answer, const TextStyle& style, boo
         fmt::format("  {:>7}  {:<10} {:<16} {:<7} {}\n", "PID", "USER", "COMMAND", "HOW", "FILE");
     for (const Holder* holder : holders) {
       const ProcessInfo* process = index.process(holder->pid);
-      out += fmt::format(
-          "  {:>7}  {:<10} {:<16} {:<7} {}{}\n", holder->pid,
-          process != nullptr ? process->user : "?", process != nullptr ? process->command : "?",
-          how_text(*holder), holder->original_path(),
-          holder->deleted ? "  (deleted: still uses " + format_bytes(holder->size_bytes) + ")"
-                          : "");
+      out += fmt::format("  {:>7}  {:<10} {:<16} {:<7} {}{}\n", holder->pid,
+                         process != nullptr ? process->user : "?",
+                         process != nullptr ? printable(process->command) : "?", how_text(*holder),
+                         printable(holder->original_path()),
+                         holder->deleted
+                             ? "  (deleted: still uses " + format_bytes(holder->size_bytes) + ")"
+                             : "");
     }
   }
   if (!index.unreadable_pids().empty()) {
@@ -98,7 +100,7 @@ std::string render_who_text(const WhoAnswer& answer, const TextStyle& style, boo
   }
   if (index.hidepid()) out += "note: /proc has hidepid: other users' processes are hidden\n";
   for (const WhoTarget& target : answer.targets) {
-    if (target.operand.followed()) out += target.operand.note() + "\n";
+    if (target.operand.followed()) out += printable(target.operand.note()) + "\n";
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "core/prune/prune.h"
 #include "core/report/style.h"
+#include "core/text_out.h"
 #include "core/units.h"
 
 namespace headroom {
@@ -70,7 +71,7 @@ std::string_view status_name(RemovalStatus status) {
 }
 
 std::string headline(const PruneResult& result, const TextStyle& style) {
-  const std::string dir = result.scan.dir.string();
+  const std::string dir = printable(result.scan.dir.string());
   if (result.scan.checkpoints.empty()) return fmt::format("{}: no checkpoints found\n", dir);
   const std::size_t checkpoints = count_checkpoints(result);
   if (result.plan.deletions == 0) {
@@ -108,8 +109,9 @@ std::string render_prune_text(const PruneResult& result, const TextStyle& style)
         out += "\nTemp files of headroom.save_checkpoint:\n";
       } else {
         const SeriesPlan& series = result.plan.series[item.series];
-        out += fmt::format("\nSeries {} ({} checkpoint{}, ordered by {}):\n", series.name,
-                           series.members, series.members == 1 ? "" : "s", series.ordered_by);
+        out +=
+            fmt::format("\nSeries {} ({} checkpoint{}, ordered by {}):\n", printable(series.name),
+                        series.members, series.members == 1 ? "" : "s", series.ordered_by);
       }
       out += fmt::format("{:<8}  {:>10}  {:>8}  {:>9}  {:<28}  {}\n", "ACTION", "SIZE", "STEP",
                          "AGE", "NAME", "WHY");
@@ -125,7 +127,7 @@ std::string render_prune_text(const PruneResult& result, const TextStyle& style)
                        paint(style, item.decision == Decision::kKeep ? kGreen : kRed, padded),
                        format_bytes(checkpoint.tally.disk_bytes), number_text(checkpoint.parsed),
                        format_age(result.now_ns, checkpoint.tally.newest_mtime_ns),
-                       display_name(checkpoint), why);
+                       printable(display_name(checkpoint)), printable(why));
   }
   if (result.scan.mounts_skipped > 0) {
     out +=

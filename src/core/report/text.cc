@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text_out.h"
+
 namespace headroom {
 
 namespace {
@@ -30,19 +32,20 @@ std::string evidence_line(const Finding& finding) {
 std::string render_finding(const Finding& finding, const TextStyle& style) {
   const std::string label = fmt::format("{:<8}", to_string(finding.severity));
   std::string out = fmt::format("{}{}{} {:<17} {}\n", severity_color(finding.severity, style),
-                                label, color_reset(style), finding.id, finding.summary);
+                                label, color_reset(style), finding.id, printable(finding.summary));
   const bool problem =
       finding.severity == Severity::kWarn || finding.severity == Severity::kCritical;
   const std::string indent(27, ' ');
   if ((problem || style.verbose) && !finding.evidence.empty()) {
-    out += fmt::format("{}evidence: {}\n", indent, evidence_line(finding));
+    out += fmt::format("{}evidence: {}\n", indent, printable(evidence_line(finding)));
   }
   if ((problem && style.verbose) && !finding.why.empty()) {
-    out += fmt::format("{}why: {}\n", indent, finding.why);
+    out += fmt::format("{}why: {}\n", indent, printable(finding.why));
   }
   if (problem) {
     for (std::size_t i = 0; i < finding.remedy.size(); ++i) {
-      out += fmt::format("{}{} {}\n", indent, i == 0 ? "fix:" : "    ", finding.remedy[i]);
+      out +=
+          fmt::format("{}{} {}\n", indent, i == 0 ? "fix:" : "    ", printable(finding.remedy[i]));
     }
   }
   return out;
