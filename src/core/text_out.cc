@@ -6,10 +6,6 @@
 
 namespace headroom {
 
-std::string json_text(const nlohmann::json& value, int indent) {
-  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 namespace {
 
 bool is_c0_or_del(unsigned char c) { return c < 0x20 || c == 0x7f; }

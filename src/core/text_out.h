@@ -16,9 +16,13 @@
 
 namespace headroom {
 
-/// `value` as JSON text (`indent` as nlohmann's dump; -1: one line), any invalid UTF-8 in
-/// its strings replaced by U+FFFD. Never throws for bad bytes.
-[[nodiscard]] std::string json_text(const nlohmann::json& value, int indent = -1);
+/// `value` (nlohmann::json or ordered_json: its keys keep their order) as JSON text (`indent`
+/// as nlohmann's dump; -1: one line), any invalid UTF-8 in its strings replaced by U+FFFD.
+/// Never throws for bad bytes.
+template <typename Json>
+[[nodiscard]] std::string json_text(const Json& value, int indent = -1) {
+  return value.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
 
 /// `text` with its C0 control characters, DEL and C1 controls (U+0080-U+009F) written as
 /// escapes ("\n", "\t", "\x1b", "\u009b"), so a name shown cannot move the cursor, retitle

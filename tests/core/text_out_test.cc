@@ -31,5 +31,14 @@ TEST(JsonText, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
   EXPECT_THROW((void)nlohmann::json(value).dump(), nlohmann::json::type_error);  // what it spares
 }
 
+TEST(JsonText, AnOrderedDocumentKeepsItsKeyOrder) {
+  nlohmann::ordered_json value;
+  value["verdict"] = "host_oom";
+  value["candidates"] = nlohmann::ordered_json::array();
+  value["bad"] = "\xff";
+  EXPECT_EQ(json_text(value),
+            "{\"verdict\":\"host_oom\",\"candidates\":[],\"bad\":\"\xef\xbf\xbd\"}");
+}
+
 }  // namespace
 }  // namespace headroom
