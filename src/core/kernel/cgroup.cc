@@ -101,19 +101,8 @@ std::optional<std::uint64_t> read_limit(const Context& context, std::string_view
   return limit_of(read_file(context, dir, name));
 }
 
-// The value of `key` in a flat-keyed file ("key value" lines: memory.events,
-// memory.oom_control), found by a scan: no map of every line for the one wanted.
 std::optional<std::uint64_t> keyed(const std::optional<std::string>& text, std::string_view key) {
-  if (!text) return std::nullopt;
-  std::string_view rest = *text;
-  std::optional<std::uint64_t> found;
-  while (!rest.empty()) {
-    const std::string_view line = trim_blanks(next_line(rest));
-    if (line.size() <= key.size() || !line.starts_with(key) || line[key.size()] != ' ') continue;
-    auto value = parse_number(line.substr(key.size() + 1));
-    found = value ? std::optional(*value) : std::nullopt;  // the last line of that key, as a map
-  }
-  return found;
+  return text ? flat_keyed_value(*text, key) : std::nullopt;
 }
 
 }  // namespace
@@ -183,6 +172,17 @@ Result<std::optional<std::uint64_t>> parse_cgroup_limit(std::string_view text) {
   if (!value) return fail(value.error());
   if (*value >= kUnlimitedFloor) return std::optional<std::uint64_t>();
   return std::optional<std::uint64_t>(*value);
+}
+
+std::optional<std::uint64_t> flat_keyed_value(std::string_view text, std::string_view key) {
+  std::optional<std::uint64_t> found;
+  while (!text.empty()) {
+    const std::string_view line = trim_blanks(next_line(text));
+    if (line.size() <= key.size() || !line.starts_with(key) || line[key.size()] != ' ') continue;
+    auto value = parse_number(line.substr(key.size() + 1));
+    found = value ? std::optional(*value) : std::nullopt;  // the last line of that key, as a map
+  }
+  return found;
 }
 
 Result<std::map<std::string, std::uint64_t, std::less<>>> parse_flat_keyed(std::string_view text) {

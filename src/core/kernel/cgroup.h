@@ -52,6 +52,10 @@ struct CgroupMembership {
 /// Parses "key value" lines (memory.stat, memory.events, memory.oom_control).
 [[nodiscard]] Result<std::map<std::string, std::uint64_t, std::less<>>> parse_flat_keyed(
     std::string_view text);
+/// The value of one key of such a file (its last line of that key), found by a scan: no map
+/// of every line for the one a sample wants. nullopt when absent or not a number.
+[[nodiscard]] std::optional<std::uint64_t> flat_keyed_value(std::string_view text,
+                                                            std::string_view key);
 
 /// Where the cgroup of one controller is, as a process sees it.
 struct CgroupLocation {

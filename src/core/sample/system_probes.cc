@@ -77,10 +77,10 @@ void sample_cgroup(const Context& context, const SampleOptions& options, SampleM
           // cgroup's own PSI: two small reads more, only for a limited cgroup.
           if (auto text = context.root.read(cgroup.directory / "memory.stat", std::size_t{1} << 20,
                                             FileEnd::kShortRead)) {
-            if (auto stat = parse_flat_keyed(*text)) {
-              const bool v1 = cgroup.version == CgroupVersion::kV1;
-              const auto found = stat->find(v1 ? "total_inactive_file" : "inactive_file");
-              if (found != stat->end()) sample.cgroup->inactive_file_bytes = found->second;
+            const bool v1 = cgroup.version == CgroupVersion::kV1;
+            if (const auto inactive =
+                    flat_keyed_value(*text, v1 ? "total_inactive_file" : "inactive_file")) {
+              sample.cgroup->inactive_file_bytes = *inactive;
             }
           }
           if (auto text = context.root.read(cgroup.directory / "memory.pressure", 4096,

@@ -39,6 +39,16 @@ TEST(ParseFlatKeyed, ReadsEvents) {
   EXPECT_FALSE(parse_flat_keyed("oom_kill\n"));
 }
 
+TEST(FlatKeyedValue, FindsOneKeyByItsWholeName) {
+  const char* events = "low 0\nhigh 0\nmax 12\noom 2\noom_kill 3\n";
+  EXPECT_EQ(flat_keyed_value(events, "oom_kill"), 3U);
+  EXPECT_EQ(flat_keyed_value(events, "oom"), 2U);  // not oom_kill's line
+  EXPECT_FALSE(flat_keyed_value(events, "oom_group_kill"));
+  EXPECT_FALSE(flat_keyed_value("oom_kill lots\n", "oom_kill"));
+  EXPECT_EQ(flat_keyed_value("inactive_file 4096\ntotal_inactive_file 8192\n", "inactive_file"),
+            4096U);
+}
+
 TEST(ReadMemoryCgroup, BareHostHybridUsesV1Memory) {
   FakeSyscalls syscalls;
   auto cgroup = read_memory_cgroup(fixture_context("bare_host", syscalls));

@@ -63,6 +63,18 @@ class CgroupMemoTest : public ::testing::Test {
   SampleMemo memo_;
 };
 
+// Under a limit the probe also reads the working set's page cache from memory.stat.
+TEST_F(CgroupMemoTest, ALimitedCgroupReportsItsInactiveFilePages) {
+  const auto dir = root_.path() / "sys/fs/cgroup/a";
+  std::ofstream(dir / "memory.max") << (64 << 20) << "\n";
+  std::ofstream(dir / "memory.stat") << "anon 1048576\nfile 8192\ninactive_file 4096\n";
+  const Context context = root_.context(syscalls_);
+  auto sample = take_sample(context, options_, &memo_);
+  ASSERT_TRUE(sample && sample->cgroup);
+  EXPECT_EQ(sample->cgroup->limit_bytes, std::uint64_t{64} << 20);
+  EXPECT_EQ(sample->cgroup->inactive_file_bytes, 4096U);
+}
+
 TEST_F(CgroupMemoTest, AMovedProcessIsFollowedOnceTheRelocatePeriodHasPassed) {
   EXPECT_EQ(cgroup_path(), "/a");
   move_to("b");
